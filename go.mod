@@ -1,0 +1,3 @@
+module climate
+
+go 1.26.8

@@ -1,0 +1,81 @@
+package climate
+
+import (
+	"context"
+	"time"
+)
+
+// Store persists Climate's state. All reads and writes happen inside a transaction, so a
+// use-case can re-check what it planned and write it atomically.
+type Store interface {
+	// View runs fn in a read-only transaction that sees one consistent snapshot.
+	View(ctx context.Context, fn func(Tx) error) error
+	// Update runs fn in a write transaction; write transactions are serialized (SQLite: one
+	// writer, BEGIN IMMEDIATE). If fn returns an error, nothing it wrote is kept.
+	Update(ctx context.Context, fn func(Tx) error) error
+	Close() error
+}
+
+// Tx is the set of operations available inside a transaction. Methods return *Error with
+// CodeNotFound for unknown ids and CodeConflict for uniqueness violations.
+type Tx interface {
+	// GetLease returns a lease with its reservations (each with its allocations) and events.
+	GetLease(ctx context.Context, id string) (*Lease, error)
+	// ListLeases returns leases (with children) matching f, ordered by creation time then id.
+	ListLeases(ctx context.Context, f LeaseFilter) ([]Lease, error)
+	// InsertLease writes a lease with its reservations, their allocations and its events.
+	InsertLease(ctx context.Context, l *Lease) error
+	// UpdateLease writes the lease row and syncs its children by id: children absent from
+	// l are deleted, new ones inserted, existing ones updated.
+	UpdateLease(ctx context.Context, l *Lease) error
+	// DeleteLease deletes a lease and, in the same transaction, its reservations,
+	// allocations and events.
+	DeleteLease(ctx context.Context, id string) error
+
+	// ListAllocations returns allocations matching f, ordered by resource id then start.
+	ListAllocations(ctx context.Context, f AllocationFilter) ([]Allocation, error)
+
+	// InsertHost registers a host; when h.ID is empty it assigns the decimal string of a
+	// never-reused increasing integer (Blazar's clients treat numeric strings as host ids).
+	// Extra capability names are registered as resource properties on first use.
+	InsertHost(ctx context.Context, h *Host) error
+	GetHost(ctx context.Context, id string) (*Host, error)
+	// ListHosts returns every host, ordered by creation then id.
+	ListHosts(ctx context.Context) ([]Host, error)
+	// UpdateHost rewrites a host row and replaces its extra capabilities.
+	UpdateHost(ctx context.Context, h *Host) error
+	DeleteHost(ctx context.Context, id string) error
+	// InventoryRevision increases on every change to hosts or their capabilities, so a
+	// cache of the inventory can tell when it is stale.
+	InventoryRevision(ctx context.Context) (int64, error)
+
+	// ListResourceProperties returns the properties known for a resource type, by name.
+	ListResourceProperties(ctx context.Context, resourceType string) ([]ResourceProperty, error)
+	// UpdateResourceProperty sets Private (and UpdatedAt) of the property p.ResourceType/p.Name.
+	UpdateResourceProperty(ctx context.Context, p *ResourceProperty) error
+
+	// NextEventTime returns when the engine must next look at events: the earliest time
+	// of an UNDONE event or of an expiring IN_PROGRESS claim. ok is false when none.
+	NextEventTime(ctx context.Context) (t time.Time, ok bool, err error)
+	// ClaimDueEvents marks up to limit events IN_PROGRESS with a claim that expires at
+	// claimUntil, and returns them ordered by time (ties: end_lease, before_end_lease,
+	// start_lease, then id). Due events are UNDONE ones with Time <= now and IN_PROGRESS ones
+	// whose claim has expired (their claimer died).
+	ClaimDueEvents(ctx context.Context, now, claimUntil time.Time, limit int) ([]Event, error)
+}
+
+// LeaseFilter selects leases. Zero fields match everything.
+type LeaseFilter struct {
+	ProjectID string
+}
+
+// AllocationFilter selects allocations. Zero fields match everything.
+type AllocationFilter struct {
+	ResourceIDs    []string
+	LeaseID        string
+	ReservationID  string
+	ExcludeLeaseID string
+	// From and To, when non-zero, keep allocations overlapping [From, To); To zero means
+	// unbounded.
+	From, To time.Time
+}
