@@ -73,19 +73,22 @@ func (from ReservationStatus) CanTransition(to ReservationStatus) bool {
 }
 
 // DeriveLeaseStatus computes a lease's stable status from its start and end events, as
-// Blazar does after every operation: both undone → PENDING, started → ACTIVE, both done →
+// Blazar does after every operation: neither done → PENDING, started → ACTIVE, both done →
 // TERMINATED, anything else → ERROR. A reservation in error also makes the lease ERROR.
+// An IN_PROGRESS event counts as not done: the engine may have claimed a lease's end in
+// the same batch as its start, and the end has not run when the start is recorded.
 func DeriveLeaseStatus(l *Lease) LeaseStatus {
 	start, end := l.Event(EventStartLease), l.Event(EventEndLease)
 	if start == nil || end == nil {
 		return LeaseError
 	}
+	notDone := func(e *Event) bool { return e.Status == EventUndone || e.Status == EventInProgress }
 	var want ReservationStatus
 	var status LeaseStatus
 	switch {
-	case start.Status == EventUndone && end.Status == EventUndone:
+	case notDone(start) && notDone(end):
 		status, want = LeasePending, ReservationPending
-	case start.Status == EventDone && end.Status == EventUndone:
+	case start.Status == EventDone && notDone(end):
 		status, want = LeaseActive, ReservationActive
 	case start.Status == EventDone && end.Status == EventDone:
 		status, want = LeaseTerminated, ReservationDeleted

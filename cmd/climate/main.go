@@ -1,0 +1,73 @@
+// Command climate is Climate's one binary: the server (climate serve), its database
+// migrations (climate migrate) and, over time, the client commands.
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+func main() {
+	if err := newRootCmd().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "climate:", err)
+		os.Exit(1)
+	}
+}
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "climate",
+		Short: "Climate: reserve cloud capacity (whole hosts) for a time window, now or in the future",
+		Long: `Climate is a reservation service that speaks OpenStack Blazar's v1 API.
+
+Run the service with "climate serve"; every flag can also be set with a CLIMATE_…
+environment variable (e.g. --data-dir ↔ CLIMATE_DATA_DIR). Flags win over the environment.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return bindEnv(cmd.Flags())
+		},
+	}
+	root.AddCommand(newServeCmd(), newMigrateCmd(), newVersionCmd())
+	return root
+}
+
+// envName is the environment variable that sets a flag: CLIMATE_ plus the flag name in
+// upper case with dashes as underscores.
+func envName(flag string) string {
+	return "CLIMATE_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// bindEnv sets every flag not given on the command line from its environment variable.
+func bindEnv(flags *pflag.FlagSet) error {
+	var err error
+	flags.VisitAll(func(f *pflag.Flag) {
+		if err != nil || f.Changed || f.Name == "help" {
+			return
+		}
+		if v, ok := os.LookupEnv(envName(f.Name)); ok {
+			if e := flags.Set(f.Name, v); e != nil {
+				err = fmt.Errorf("%s=%q: %v", envName(f.Name), v, e)
+			}
+		}
+	})
+	return err
+}
+
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version of this binary",
+		Args:  cobra.NoArgs,
+		Run: func(cmd *cobra.Command, _ []string) {
+			fmt.Fprintln(cmd.OutOrStdout(), "climate", version)
+		},
+	}
+}

@@ -1,0 +1,259 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"climate"
+	"climate/clock"
+	"climate/engine"
+	climatehttp "climate/http"
+	"climate/manager"
+	"climate/sqlite"
+)
+
+// serveOptions are climate serve's settings; each is a flag and a CLIMATE_… variable.
+type serveOptions struct {
+	listen     string
+	dataDir    string
+	auth       string
+	tokensFile string
+	role       string
+	beforeEnd  time.Duration
+	logLevel   string
+}
+
+func newServeCmd() *cobra.Command {
+	o := &serveOptions{}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the REST API and the event engine",
+		Long: `Run Climate: the Blazar-compatible REST API and the event engine that starts and ends
+leases on time, on an embedded SQLite database in the data directory.
+
+Without authentication (--auth noauth, the default) every caller is an admin unless it
+sends X-User-Id / X-Project-Id / X-Roles headers, so noauth only listens on loopback
+addresses. With --auth tokens, callers send X-Auth-Token and the tokens file maps each
+token to a user, a project and roles.`,
+		Example: `  # Run on 127.0.0.1:1234 with data in the default directory
+  climate serve
+
+  # Serve a team: tokens, all interfaces, data under /var/lib/climate
+  climate serve --auth tokens --tokens-file /etc/climate/tokens --listen 0.0.0.0:1234 --data-dir /var/lib/climate
+
+  # tokens file: one "TOKEN USER_ID PROJECT_ID ROLES" per line
+  #   s3cret-admin  alice  ops     admin
+  #   s3cret-bob    bob    physics member`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runServe(ctx, o, cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.listen, "listen", "127.0.0.1:1234", "address to listen on (host:port; Blazar's port is 1234)")
+	f.StringVar(&o.dataDir, "data-dir", defaultDataDir(), "directory holding the SQLite database (climate.db)")
+	f.StringVar(&o.auth, "auth", "noauth", "authentication: noauth (identity headers, loopback only) or tokens")
+	f.StringVar(&o.tokensFile, "tokens-file", "", "file mapping tokens to user, project and roles (with --auth tokens)")
+	f.StringVar(&o.role, "role", "all", "what this process runs: all, api (REST API only) or engine (events only)")
+	f.DurationVar(&o.beforeEnd, "before-end", manager.DefaultBeforeEnd, "default time before a lease's end when before_end_lease fires (0 = no such event)")
+	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	addDataDirHelp(cmd)
+	return cmd
+}
+
+func addDataDirHelp(cmd *cobra.Command) {
+	cmd.Flags().Lookup("data-dir").Usage += " (default: $XDG_DATA_HOME/climate or ~/.local/share/climate)"
+}
+
+// defaultDataDir follows the XDG base directory convention.
+func defaultDataDir() string {
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "climate")
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".local", "share", "climate")
+	}
+	return "climate-data"
+}
+
+func newLogger(level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+}
+
+// openStore opens (creating) the SQLite database in dataDir.
+func openStore(ctx context.Context, dataDir string) (*sqlite.Store, string, error) {
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return nil, "", fmt.Errorf("data directory: %w", err)
+	}
+	path := filepath.Join(dataDir, "climate.db")
+	st, err := sqlite.Open(ctx, path)
+	if err != nil {
+		return nil, "", fmt.Errorf("open %s: %w", path, err)
+	}
+	return st, path, nil
+}
+
+// authenticator checks the auth settings against the listen address: a server without
+// authentication must not be reachable from other machines.
+func authenticator(o *serveOptions) (climatehttp.Authenticator, error) {
+	switch o.auth {
+	case "noauth":
+		host, _, err := net.SplitHostPort(o.listen)
+		if err != nil {
+			return nil, fmt.Errorf("--listen %q: %v", o.listen, err)
+		}
+		if !isLoopback(host) {
+			return nil, fmt.Errorf("refusing to listen on %s without authentication: use a loopback address (127.0.0.1, ::1, localhost) or --auth tokens --tokens-file FILE", o.listen)
+		}
+		return climatehttp.NoAuth{}, nil
+	case "tokens":
+		if o.tokensFile == "" {
+			return nil, errors.New("--auth tokens needs --tokens-file FILE (lines of \"TOKEN USER_ID PROJECT_ID ROLES\")")
+		}
+		return climatehttp.LoadTokens(o.tokensFile)
+	default:
+		return nil, fmt.Errorf("--auth %q: want noauth or tokens", o.auth)
+	}
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]byte) (int, error) }) error {
+	log, err := newLogger(o.logLevel)
+	if err != nil {
+		return err
+	}
+	runAPI, runEngine := o.role == "all" || o.role == "api", o.role == "all" || o.role == "engine"
+	if !runAPI && !runEngine {
+		return fmt.Errorf("--role %q: want all, api or engine", o.role)
+	}
+	if o.beforeEnd < 0 {
+		return fmt.Errorf("--before-end %s: must not be negative", o.beforeEnd)
+	}
+	var auth climatehttp.Authenticator
+	if runAPI {
+		if auth, err = authenticator(o); err != nil {
+			return err
+		}
+	}
+	st, path, err := openStore(ctx, o.dataDir)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	clk := clock.Real{}
+	var eng *engine.Engine
+	if runEngine {
+		eng = engine.New(st, clk, engine.Config{Logger: log, MaxSleep: engineMaxSleep(o.role)})
+	}
+	mgr := manager.New(st, clk, manager.Config{
+		BeforeEnd: o.beforeEnd,
+		EventsChanged: func() {
+			if eng != nil {
+				eng.Wake()
+			}
+		},
+	})
+
+	var wg sync.WaitGroup
+	errc := make(chan error, 2)
+	if runEngine {
+		wg.Add(1)
+		go func() { defer wg.Done(); errc <- eng.Run(ctx) }()
+	}
+	var srv *http.Server
+	if runAPI {
+		ln, err := net.Listen("tcp", o.listen)
+		if err != nil {
+			return err
+		}
+		api := &climatehttp.Server{Leases: mgr, Hosts: mgr, Auth: auth, Logger: log}
+		srv = &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
+		fmt.Fprintf(stdout, "Climate %s listening on http://%s (auth: %s, role: %s)\n", version, ln.Addr(), o.auth, o.role)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errc <- err
+			}
+		}()
+	} else {
+		fmt.Fprintf(stdout, "Climate %s event engine running (role: engine)\n", version)
+	}
+	fmt.Fprintf(stdout, "Data: %s\n", path)
+
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	fmt.Fprintln(stdout, "Shutting down…")
+	cancel()
+	if srv != nil {
+		shutdownCtx, stop := context.WithTimeout(context.Background(), 10*time.Second)
+		defer stop()
+		_ = srv.Shutdown(shutdownCtx)
+	}
+	wg.Wait()
+	return err
+}
+
+// engineMaxSleep bounds the engine's sleep when it runs apart from the API: another
+// process's commits cannot wake it, so it re-reads the next event time at least this often.
+func engineMaxSleep(role string) time.Duration {
+	if role == "engine" {
+		return time.Second
+	}
+	return 0
+}
+
+func newMigrateCmd() *cobra.Command {
+	var dataDir string
+	cmd := &cobra.Command{
+		Use:     "migrate",
+		Short:   "Create or upgrade the database schema, then exit",
+		Long:    "Apply every pending database migration. climate serve also does this on start; run it alone to upgrade ahead of a deploy.",
+		Example: `  climate migrate --data-dir /var/lib/climate`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, path, err := openStore(cmd.Context(), dataDir)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			fmt.Fprintf(cmd.OutOrStdout(), "Database %s is up to date\n", path)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dataDir, "data-dir", defaultDataDir(), "directory holding the SQLite database (climate.db)")
+	addDataDirHelp(cmd)
+	return cmd
+}
+
+var _ climate.Store = (*sqlite.Store)(nil)

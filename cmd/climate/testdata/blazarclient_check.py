@@ -1,0 +1,151 @@
+#!/usr/bin/python3
+"""Drives the real python-blazarclient (Debian's python3-blazarclient, legacy Python API with
+blazar_url + auth_token) against a running `climate serve --auth tokens`.
+
+usage: blazarclient_check.py URL ADMIN_TOKEN MEMBER_TOKEN OTHER_PROJECT_TOKEN
+
+Prints one line per check and a closing "N passed, M failed"; exits non-zero on failure.
+"""
+import datetime
+import logging
+import sys
+import time
+
+from blazarclient import client as blazar_client
+from blazarclient import exception
+
+logging.disable(logging.WARNING)  # the client warns that blazar_url + auth_token is deprecated
+
+url, admin_token, member_token, other_token = sys.argv[1:5]
+admin = blazar_client.Client(1, blazar_url=url + "/v1", auth_token=admin_token)
+member = blazar_client.Client(1, blazar_url=url + "/v1", auth_token=member_token)
+other = blazar_client.Client(1, blazar_url=url + "/v1", auth_token=other_token)
+stranger = blazar_client.Client(1, blazar_url=url + "/v1", auth_token="not-a-token")
+
+passed, failed = 0, 0
+
+
+def check(name, cond, detail=""):
+    global passed, failed
+    if cond:
+        passed += 1
+        print("ok   " + name)
+    else:
+        failed += 1
+        print("FAIL " + name + (": " + str(detail) if detail else ""))
+
+
+def expect_error(name, code, text, fn, *args, **kwargs):
+    try:
+        fn(*args, **kwargs)
+    except exception.BlazarClientException as e:
+        msg = str(e)
+        check(name, e.kwargs.get("code") == code and text in msg, "code=%s msg=%s" % (e.kwargs.get("code"), msg))
+        return
+    check(name, False, "no error raised")
+
+
+def api_date(dt):
+    return dt.strftime("%Y-%m-%d %H:%M")
+
+
+# Hosts (admin only).
+h1 = admin.host.create("node-1", gpu="true", rack="r1", vcpus="32")
+h2 = admin.host.create("node-2", gpu="false", rack="r1")
+h3 = admin.host.create("node-3", gpu="true", rack="r2")
+check("host create returns numeric ids", all(h["id"].isdigit() for h in (h1, h2, h3)), [h1, h2, h3])
+check("host extra capabilities are flattened", h1.get("gpu") == "true" and h1.get("rack") == "r1", h1)
+check("host list", sorted(h["hypervisor_hostname"] for h in admin.host.list()) == ["node-1", "node-2", "node-3"])
+check("host show", admin.host.get(h2["id"])["hypervisor_hostname"] == "node-2")
+updated = admin.host.update(h3["id"], {"rack": "r3"})
+check("host update", updated["rack"] == "r3", updated)
+props = admin.host.list_properties(detail=True)
+gpu = [p for p in props if p["property"] == "gpu"]
+check("property list with values", gpu and sorted(gpu[0]["property_values"]) == ["false", "true"], props)
+admin.host.set_property("rack", private=True)
+check("property set private", [p for p in admin.host.list_properties(detail=True, all=True) if p["property"] == "rack"][0]["private"] is True)
+admin.host.set_property("rack", private=False)
+expect_error("member cannot list hosts", 403, "Policy doesn't allow blazar:oshosts:get", member.host.list)
+expect_error("unknown host", 404, "not found", admin.host.get, "999")
+expect_error("bad token is refused", 401, "authentication", stranger.lease.list)
+expect_error("long extra capability key", 400, "Extra capability key too long", admin.host.create, "node-x", **{"k" * 65: "v"})
+
+# Leases with physical:host reservations (as a project member).
+tomorrow = datetime.datetime.utcnow().replace(second=0, microsecond=0) + datetime.timedelta(days=1)
+res = {"resource_type": "physical:host", "min": 1, "max": 2,
+       "hypervisor_properties": "", "resource_properties": '["==", "$gpu", "true"]'}
+lease = member.lease.create("gpu-lease", api_date(tomorrow), api_date(tomorrow + datetime.timedelta(hours=4)), [res], [])
+check("lease create", lease["status"] == "PENDING" and lease["name"] == "gpu-lease", lease)
+check("lease dates in Blazar's format", lease["start_date"] == tomorrow.strftime("%Y-%m-%dT%H:%M:%S.%f"), lease["start_date"])
+check("lease has start, end and before_end events",
+      sorted(e["event_type"] for e in lease["events"]) == ["before_end_lease", "end_lease", "start_lease"], lease["events"])
+rid = lease["reservations"][0]["id"]
+check("reservation shape", lease["reservations"][0]["min"] == 1 and lease["reservations"][0]["max"] == 2
+      and lease["reservations"][0]["status"] == "pending", lease["reservations"])
+check("lease show", member.lease.get(lease["id"])["id"] == lease["id"])
+check("lease list", [l["id"] for l in member.lease.list()] == [lease["id"]])
+check("other project does not see the lease", other.lease.list() == [])
+expect_error("other project cannot show the lease", 404, "not found", other.lease.get, lease["id"])
+expect_error("other project cannot delete the lease", 404, "not found", other.lease.delete, lease["id"])
+
+allocs = admin.host.request_manager.get("/os-hosts/allocations")[1]["allocations"]
+held = sorted(a["resource_id"] for a in allocs if a["reservations"])
+check("allocations list the two gpu hosts", held == sorted([h1["id"], h3["id"]]), allocs)
+by_lease = admin.host.request_manager.get("/os-hosts/allocations?lease_id=" + lease["id"])[1]["allocations"]
+check("allocations filtered by lease", sum(len(a["reservations"]) for a in by_lease) == 2, by_lease)
+one = admin.host.request_manager.get("/os-hosts/%s/allocation" % h1["id"])[1]["allocation"]
+check("one host's allocation", one["reservations"][0]["lease_id"] == lease["id"], one)
+expect_error("host with a future reservation cannot be deleted", 409, "The host is reserved", admin.host.delete, h1["id"])
+
+# No capacity: both gpu hosts are taken in that window.
+expect_error("no capacity is a 409 that explains", 409, "Not enough hosts available",
+             member.lease.create, "too-many", api_date(tomorrow), api_date(tomorrow + datetime.timedelta(hours=1)),
+             [dict(res, min=1, max=1)], [])
+expect_error("unknown property", 400, "Unknown property", member.lease.create, "typo", api_date(tomorrow),
+             api_date(tomorrow + datetime.timedelta(hours=1)), [dict(res, resource_properties='["==", "$gpux", "true"]')], [])
+expect_error("malformed query", 400, "Malformed requirements", member.lease.create, "bad", api_date(tomorrow),
+             api_date(tomorrow + datetime.timedelta(hours=1)), [dict(res, resource_properties='["==", "gpu"]')], [])
+expect_error("bad date", 400, "is an invalid date", member.lease.create, "bad-date", "Bogus-date 13:13",
+             api_date(tomorrow), [res], [])
+expect_error("end before start", 400, "End date must be later than start date", member.lease.create, "backwards",
+             api_date(tomorrow), api_date(tomorrow - datetime.timedelta(hours=1)), [res], [])
+expect_error("min above max", 400, "Max must be equal to or larger than min", member.lease.create, "range",
+             api_date(tomorrow), api_date(tomorrow + datetime.timedelta(hours=1)), [dict(res, min=3, max=2)], [])
+expect_error("unknown lease", 404, "not found", member.lease.get, "00000000-0000-0000-0000-000000000000")
+
+# Updates through the client's relative flags (they parse our date format).
+moved = member.lease.update(lease["id"], prolong_for="2h")
+check("update --prolong-for", moved["end_date"] == (tomorrow + datetime.timedelta(hours=6)).strftime("%Y-%m-%dT%H:%M:%S.%f"), moved)
+moved = member.lease.update(lease["id"], defer_by="1d")
+check("update --defer-by", moved["start_date"] == (tomorrow + datetime.timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%S.%f"), moved)
+renamed = member.lease.update(lease["id"], name="renamed")
+check("update name", renamed["name"] == "renamed")
+shrunk = member.lease.update(lease["id"], reservations=[{"id": rid, "max": 1}])
+check("update reservation max", shrunk["reservations"][0]["max"] == 1, shrunk)
+one_host = admin.host.request_manager.get("/os-hosts/allocations?reservation_id=" + rid)[1]["allocations"]
+check("shrunk reservation holds one host", sum(len(a["reservations"]) for a in one_host) == 1, one_host)
+expect_error("update with unknown reservation id", 400, "Please enter valid reservation IDs", member.lease.update,
+             lease["id"], reservations=[{"id": "nope", "max": 1}])
+
+# A lease that starts now goes ACTIVE within seconds (no 10-second polling).
+now_lease = member.lease.create("now-lease", "now", api_date(tomorrow), [dict(res, resource_properties="", min=1, max=1)], [])
+deadline = time.time() + 10
+status = now_lease["status"]
+while status != "ACTIVE" and time.time() < deadline:
+    time.sleep(0.1)
+    status = member.lease.get(now_lease["id"])["status"]
+check("lease starting now becomes ACTIVE", status == "ACTIVE", status)
+active = member.lease.get(now_lease["id"])
+check("active reservation and start event", active["reservations"][0]["status"] == "active" and
+      [e for e in active["events"] if e["event_type"] == "start_lease"][0]["status"] == "DONE", active)
+
+# Delete.
+member.lease.delete(lease["id"])
+member.lease.delete(now_lease["id"])
+check("lease delete", member.lease.list() == [])
+expect_error("deleted lease is gone", 404, "not found", member.lease.get, lease["id"])
+admin.host.delete(h1["id"])
+check("host delete", h1["id"] not in [h["id"] for h in admin.host.list()])
+
+print("%d passed, %d failed" % (passed, failed))
+sys.exit(1 if failed else 0)

@@ -1,0 +1,346 @@
+// Package engine fires lease events on time. It sleeps until the earliest due event (no
+// polling), wakes early when a commit adds an earlier one, claims due events atomically
+// through the store, and runs each in order: a lease's start before its other events,
+// and within one instant end_lease before start_lease so a host can be handed from one
+// lease to the next.
+//
+// Delivery is at least once: a claim expires after ClaimTTL, so events claimed by a
+// process that died are taken over. Handlers are therefore idempotent: each re-reads the
+// lease and does nothing when its event is no longer IN_PROGRESS.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"climate"
+)
+
+// Actions are the side effects of lease events on real infrastructure (a driver). Nil
+// means standalone: statuses change, nothing else happens.
+type Actions interface {
+	OnStart(ctx context.Context, l *climate.Lease) error
+	OnEnd(ctx context.Context, l *climate.Lease) error
+	BeforeEnd(ctx context.Context, l *climate.Lease) error
+}
+
+// Report describes one handled event, for logs, metrics and tests.
+type Report struct {
+	Event   climate.Event
+	Handled time.Time // when the handler started
+	Status  climate.LeaseStatus
+	Err     error
+}
+
+// Config tunes the engine.
+type Config struct {
+	// ClaimTTL is how long a claim lasts before another run may take the event over.
+	ClaimTTL time.Duration
+	// BatchSize bounds how many events one claim takes.
+	BatchSize int
+	Actions   Actions
+	// Notify is told "lease.event.<type>" after each handled event.
+	Notify func(ctx context.Context, eventType string, l *climate.Lease)
+	// Observe, when set, is called after each handled event.
+	Observe func(Report)
+	// MaxSleep, when positive, bounds how long the engine sleeps without re-reading the
+	// next event time: needed when other processes commit events and cannot wake it.
+	MaxSleep time.Duration
+	Logger   *slog.Logger
+}
+
+// Engine runs due events.
+type Engine struct {
+	store climate.Store
+	clock climate.Clock
+	cfg   Config
+	wake  chan struct{}
+}
+
+// New returns an engine; call Run to start it.
+func New(store climate.Store, clock climate.Clock, cfg Config) *Engine {
+	if cfg.ClaimTTL <= 0 {
+		cfg.ClaimTTL = 2 * time.Minute
+	}
+	if cfg.BatchSize <= 0 {
+		cfg.BatchSize = 64
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Engine{store: store, clock: clock, cfg: cfg, wake: make(chan struct{}, 1)}
+}
+
+// Wake makes a sleeping engine look at events again (after a commit that added or moved
+// events). It never blocks.
+func (e *Engine) Wake() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+// errorBackoff is how long the engine waits after a store error before trying again.
+const errorBackoff = time.Second
+
+// Run fires events until ctx is done.
+func (e *Engine) Run(ctx context.Context) error {
+	for {
+		wait, err := e.runDue(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			e.cfg.Logger.Error("event engine: store error, retrying", "err", err, "in", errorBackoff)
+			wait = wakeAt{d: errorBackoff, ok: true}
+		}
+		if m := e.cfg.MaxSleep; m > 0 && (!wait.ok || wait.d > m) {
+			wait = wakeAt{d: m, ok: true}
+		}
+		if !e.sleep(ctx, wait.d, wait.ok) {
+			return nil
+		}
+	}
+}
+
+type wakeAt struct {
+	d  time.Duration
+	ok bool
+}
+
+// sleep waits for d (forever when !ok), a wake-up, or ctx; it reports false on ctx done.
+func (e *Engine) sleep(ctx context.Context, d time.Duration, ok bool) bool {
+	var timerC <-chan time.Time
+	if ok {
+		t := e.clock.NewTimer(d)
+		defer t.Stop()
+		timerC = t.C()
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-e.wake:
+	case <-timerC:
+	}
+	return true
+}
+
+// runDue claims and handles events until none is due, then says how long to sleep.
+func (e *Engine) runDue(ctx context.Context) (wakeAt, error) {
+	for {
+		now := e.clock.Now()
+		var events []climate.Event
+		err := e.store.Update(ctx, func(tx climate.Tx) error {
+			var err error
+			events, err = tx.ClaimDueEvents(ctx, now, now.Add(e.cfg.ClaimTTL), e.cfg.BatchSize)
+			return err
+		})
+		if err != nil {
+			return wakeAt{}, err
+		}
+		if len(events) == 0 {
+			break
+		}
+		for _, ev := range startsFirst(events) {
+			e.handle(ctx, ev)
+		}
+	}
+	var next time.Time
+	var ok bool
+	err := e.store.View(ctx, func(tx climate.Tx) error {
+		var err error
+		next, ok, err = tx.NextEventTime(ctx)
+		return err
+	})
+	if err != nil {
+		return wakeAt{}, err
+	}
+	return wakeAt{d: next.Sub(e.clock.Now()), ok: ok}, nil
+}
+
+// startsFirst reorders a claimed batch so that a lease's start_lease comes before that
+// lease's other events (a before_end clamped to the start shares its instant).
+func startsFirst(events []climate.Event) []climate.Event {
+	out := make([]climate.Event, 0, len(events))
+	done := make([]bool, len(events))
+	for i, ev := range events {
+		if done[i] {
+			continue
+		}
+		if ev.Type != climate.EventStartLease {
+			for j := i + 1; j < len(events); j++ {
+				if !done[j] && events[j].LeaseID == ev.LeaseID && events[j].Type == climate.EventStartLease {
+					out = append(out, events[j])
+					done[j] = true
+				}
+			}
+		}
+		out = append(out, ev)
+		done[i] = true
+	}
+	return out
+}
+
+// errSkip means the event needs no work: its lease is gone or someone else finished it.
+var errSkip = errors.New("event already handled")
+
+// errLater means the event cannot run yet; its claim is left to expire so it is retried.
+var errLater = errors.New("event must wait")
+
+func (e *Engine) handle(ctx context.Context, ev climate.Event) {
+	rep := Report{Event: ev, Handled: e.clock.Now()}
+	var l *climate.Lease
+	switch ev.Type {
+	case climate.EventStartLease:
+		l, rep.Err = e.transition(ctx, ev, climate.LeaseStarting, climate.ReservationActive, e.onStart)
+	case climate.EventEndLease:
+		l, rep.Err = e.transition(ctx, ev, climate.LeaseTerminating, climate.ReservationDeleted, e.onEnd)
+	case climate.EventBeforeEndLease:
+		l, rep.Err = e.transition(ctx, ev, "", "", e.beforeEnd)
+	default:
+		l, rep.Err = e.finish(ctx, ev, "", fmt.Errorf("unknown event type %q", ev.Type))
+	}
+	if errors.Is(rep.Err, errSkip) {
+		return
+	}
+	if l != nil {
+		rep.Status = l.Status
+	}
+	log := e.cfg.Logger.With("event", ev.Type, "lease", ev.LeaseID, "due", ev.Time, "late", rep.Handled.Sub(ev.Time))
+	if rep.Err != nil {
+		log.Error("event failed", "err", rep.Err, "status", rep.Status)
+	} else {
+		log.Info("event fired", "status", rep.Status)
+	}
+	if l != nil && e.cfg.Notify != nil {
+		e.cfg.Notify(ctx, "lease.event."+string(ev.Type), l)
+	}
+	if e.cfg.Observe != nil {
+		e.cfg.Observe(rep)
+	}
+}
+
+func (e *Engine) onStart(ctx context.Context, l *climate.Lease) error {
+	if e.cfg.Actions == nil {
+		return nil
+	}
+	return e.cfg.Actions.OnStart(ctx, l)
+}
+
+func (e *Engine) onEnd(ctx context.Context, l *climate.Lease) error {
+	if e.cfg.Actions == nil {
+		return nil
+	}
+	return e.cfg.Actions.OnEnd(ctx, l)
+}
+
+func (e *Engine) beforeEnd(ctx context.Context, l *climate.Lease) error {
+	if e.cfg.Actions == nil {
+		return nil
+	}
+	return e.cfg.Actions.BeforeEnd(ctx, l)
+}
+
+// transition runs one lease event in three steps: write the transitional status (so it is
+// visible while the action runs), run the action outside any transaction, then write the
+// outcome. transitional is empty for events that leave the status alone.
+func (e *Engine) transition(ctx context.Context, ev climate.Event, transitional climate.LeaseStatus, target climate.ReservationStatus, action func(context.Context, *climate.Lease) error) (*climate.Lease, error) {
+	var l *climate.Lease
+	err := e.store.Update(ctx, func(tx climate.Tx) error {
+		var err error
+		if l, err = claimed(ctx, tx, ev); err != nil {
+			return err
+		}
+		if ev.Type == climate.EventEndLease {
+			if s := l.Event(climate.EventStartLease); s != nil && (s.Status == climate.EventUndone || s.Status == climate.EventInProgress) {
+				// The start is still to run (claimed elsewhere); leave this claim to expire
+				// and be retried rather than end a lease that has not started.
+				return fmt.Errorf("%w: lease %s has not started yet", errLater, l.ID)
+			}
+		}
+		if transitional == "" || l.Status == transitional {
+			return nil // nothing to mark, or resuming after a crash
+		}
+		if !l.Status.CanTransition(transitional) {
+			return fmt.Errorf("lease %s is %s and cannot become %s", l.ID, l.Status, transitional)
+		}
+		l.Status = transitional
+		l.UpdatedAt = e.clock.Now().Truncate(time.Microsecond)
+		return tx.UpdateLease(ctx, l)
+	})
+	if err != nil {
+		if errors.Is(err, errSkip) || errors.Is(err, errLater) {
+			return nil, err
+		}
+		return e.finish(ctx, ev, target, err)
+	}
+	return e.finish(ctx, ev, target, action(ctx, l))
+}
+
+// finish records an event's outcome: reservations move to target (or error), the event
+// becomes DONE (or ERROR), and the lease status is derived from its events.
+func (e *Engine) finish(ctx context.Context, ev climate.Event, target climate.ReservationStatus, actionErr error) (*climate.Lease, error) {
+	var l *climate.Lease
+	err := e.store.Update(ctx, func(tx climate.Tx) error {
+		var err error
+		if l, err = claimed(ctx, tx, ev); err != nil {
+			return err
+		}
+		now := e.clock.Now().Truncate(time.Microsecond)
+		for i := range l.Reservations {
+			r := &l.Reservations[i]
+			to := target
+			if actionErr != nil {
+				to = climate.ReservationError
+			}
+			if to == "" || r.Status == to {
+				continue
+			}
+			if !r.Status.CanTransition(to) {
+				to = climate.ReservationError
+			}
+			r.Status, r.UpdatedAt = to, now
+		}
+		evp := findEvent(l, ev.ID)
+		evp.Status, evp.UpdatedAt = climate.EventDone, now
+		if actionErr != nil {
+			evp.Status = climate.EventError
+		}
+		if ev.Type != climate.EventBeforeEndLease {
+			l.Status = climate.DeriveLeaseStatus(l)
+		}
+		l.UpdatedAt = now
+		return tx.UpdateLease(ctx, l)
+	})
+	if err != nil {
+		return l, err
+	}
+	return l, actionErr
+}
+
+// claimed loads ev's lease and checks that ev is still claimed (IN_PROGRESS).
+func claimed(ctx context.Context, tx climate.Tx, ev climate.Event) (*climate.Lease, error) {
+	l, err := tx.GetLease(ctx, ev.LeaseID)
+	if climate.ErrorCode(err) == climate.CodeNotFound {
+		return nil, errSkip
+	}
+	if err != nil {
+		return nil, err
+	}
+	if e := findEvent(l, ev.ID); e == nil || e.Status != climate.EventInProgress {
+		return nil, errSkip
+	}
+	return l, nil
+}
+
+func findEvent(l *climate.Lease, id string) *climate.Event {
+	for i := range l.Events {
+		if l.Events[i].ID == id {
+			return &l.Events[i]
+		}
+	}
+	return nil
+}

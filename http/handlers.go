@@ -1,0 +1,225 @@
+package http
+
+import (
+	"net/http"
+
+	"climate"
+)
+
+func (s *Server) listLeases(r *http.Request, who climate.Identity) (int, any, error) {
+	leases, err := s.Leases.ListLeases(r.Context(), who)
+	if err != nil {
+		return 0, nil, err
+	}
+	out := make([]leaseJSON, 0, len(leases))
+	for i := range leases {
+		out = append(out, toLeaseJSON(&leases[i]))
+	}
+	return http.StatusOK, map[string]any{"leases": out}, nil
+}
+
+func (s *Server) createLease(r *http.Request, who climate.Identity) (int, any, error) {
+	o, err := readObject(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	req, err := decodeLeaseRequest(o)
+	if err != nil {
+		return 0, nil, err
+	}
+	l, err := s.Leases.CreateLease(r.Context(), who, req)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusCreated, map[string]any{"lease": toLeaseJSON(l)}, nil
+}
+
+func (s *Server) getLease(r *http.Request, who climate.Identity) (int, any, error) {
+	l, err := s.Leases.GetLease(r.Context(), who, r.PathValue("id"))
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, map[string]any{"lease": toLeaseJSON(l)}, nil
+}
+
+func (s *Server) updateLease(r *http.Request, who climate.Identity) (int, any, error) {
+	o, err := readObject(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	u, err := decodeLeaseUpdate(o)
+	if err != nil {
+		return 0, nil, err
+	}
+	l, err := s.Leases.UpdateLease(r.Context(), who, r.PathValue("id"), u)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, map[string]any{"lease": toLeaseJSON(l)}, nil
+}
+
+func (s *Server) deleteLease(r *http.Request, who climate.Identity) (int, any, error) {
+	return http.StatusNoContent, nil, s.Leases.DeleteLease(r.Context(), who, r.PathValue("id"))
+}
+
+func (s *Server) listHosts(r *http.Request, who climate.Identity) (int, any, error) {
+	hosts, err := s.Hosts.ListHosts(r.Context(), who)
+	if err != nil {
+		return 0, nil, err
+	}
+	out := make([]map[string]any, 0, len(hosts))
+	for i := range hosts {
+		out = append(out, toHostJSON(&hosts[i]))
+	}
+	return http.StatusOK, map[string]any{"hosts": out}, nil
+}
+
+func (s *Server) createHost(r *http.Request, who climate.Identity) (int, any, error) {
+	o, err := readObject(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	fields, err := decodeHostFields(o)
+	if err != nil {
+		return 0, nil, err
+	}
+	h, err := s.Hosts.CreateHost(r.Context(), who, fields)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusCreated, map[string]any{"host": toHostJSON(h)}, nil
+}
+
+func (s *Server) getHost(r *http.Request, who climate.Identity) (int, any, error) {
+	h, err := s.Hosts.GetHost(r.Context(), who, r.PathValue("id"))
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, map[string]any{"host": toHostJSON(h)}, nil
+}
+
+func (s *Server) updateHost(r *http.Request, who climate.Identity) (int, any, error) {
+	o, err := readObject(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	fields, err := decodeHostFields(o)
+	if err != nil {
+		return 0, nil, err
+	}
+	h, err := s.Hosts.UpdateHost(r.Context(), who, r.PathValue("id"), fields)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, map[string]any{"host": toHostJSON(h)}, nil
+}
+
+func (s *Server) deleteHost(r *http.Request, who climate.Identity) (int, any, error) {
+	return http.StatusNoContent, nil, s.Hosts.DeleteHost(r.Context(), who, r.PathValue("id"))
+}
+
+type allocationJSON struct {
+	ResourceID   string                `json:"resource_id"`
+	Reservations []allocatedReservJSON `json:"reservations"`
+}
+
+type allocatedReservJSON struct {
+	ID        string `json:"id"`
+	LeaseID   string `json:"lease_id"`
+	StartDate string `json:"start_date"`
+	EndDate   string `json:"end_date"`
+}
+
+func toAllocationJSON(a climate.HostAllocation) allocationJSON {
+	out := allocationJSON{ResourceID: a.HostID, Reservations: make([]allocatedReservJSON, 0, len(a.Reservations))}
+	for _, r := range a.Reservations {
+		out.Reservations = append(out.Reservations, allocatedReservJSON{ID: r.ID, LeaseID: r.LeaseID, StartDate: perfectTime(r.Start), EndDate: perfectTime(r.End)})
+	}
+	return out
+}
+
+func allocationQuery(r *http.Request) climate.AllocationQuery {
+	q := r.URL.Query()
+	return climate.AllocationQuery{LeaseID: q.Get("lease_id"), ReservationID: q.Get("reservation_id")}
+}
+
+func (s *Server) listAllocations(r *http.Request, who climate.Identity) (int, any, error) {
+	allocs, err := s.Hosts.HostAllocations(r.Context(), who, "", allocationQuery(r))
+	if err != nil {
+		return 0, nil, err
+	}
+	out := make([]allocationJSON, 0, len(allocs))
+	for _, a := range allocs {
+		out = append(out, toAllocationJSON(a))
+	}
+	return http.StatusOK, map[string]any{"allocations": out}, nil
+}
+
+func (s *Server) getAllocation(r *http.Request, who climate.Identity) (int, any, error) {
+	allocs, err := s.Hosts.HostAllocations(r.Context(), who, r.PathValue("id"), allocationQuery(r))
+	if err != nil {
+		return 0, nil, err
+	}
+	if len(allocs) != 1 {
+		return 0, nil, climate.Errorf(climate.CodeNotFound, "Object with {'host_id': '%s'} not found", r.PathValue("id"))
+	}
+	return http.StatusOK, map[string]any{"allocation": toAllocationJSON(allocs[0])}, nil
+}
+
+// truthy reads Blazar's query flags (?detail=True); unlike Blazar, "False" and "0" are false.
+func truthy(v string) bool {
+	switch v {
+	case "", "0", "false", "False", "FALSE", "no", "off":
+		return false
+	}
+	return true
+}
+
+func (s *Server) listProperties(r *http.Request, who climate.Identity) (int, any, error) {
+	q := r.URL.Query()
+	props, err := s.Hosts.ListHostProperties(r.Context(), who, truthy(q.Get("all")))
+	if err != nil {
+		return 0, nil, err
+	}
+	detail := truthy(q.Get("detail"))
+	out := make([]map[string]any, 0, len(props))
+	for _, p := range props {
+		item := map[string]any{"property": p.Name}
+		if detail {
+			item["private"] = p.Private
+			item["values"] = p.Values
+		}
+		out = append(out, item)
+	}
+	return http.StatusOK, map[string]any{"resource_properties": out}, nil
+}
+
+func (s *Server) setProperty(r *http.Request, who climate.Identity) (int, any, error) {
+	o, err := readObject(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := o.only("a resource property update", "private"); err != nil {
+		return 0, nil, err
+	}
+	raw, ok := o["private"]
+	if !ok {
+		return 0, nil, climate.Errorf(climate.CodeInvalid, "Missing parameter private")
+	}
+	var private bool
+	switch string(raw) {
+	case "true":
+		private = true
+	case "false":
+	default:
+		return 0, nil, malformed("private", "true or false")
+	}
+	p, err := s.Hosts.SetHostPropertyPrivate(r.Context(), who, r.PathValue("name"), private)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, map[string]any{"resource_property": map[string]any{
+		"id": p.ID, "resource_type": p.ResourceType, "property_name": p.Name, "private": p.Private,
+		"created_at": isoSpace(p.CreatedAt), "updated_at": nullableTime(p.UpdatedAt),
+	}}, nil
+}

@@ -1,0 +1,282 @@
+// Package http serves Blazar's v1 REST API. Blazar's wire shapes (JSON keys, date formats,
+// error bodies, headers) live here and only here; everything behind it speaks the domain.
+package http
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"climate"
+)
+
+// MaxBodyBytes bounds request bodies; larger ones get 413.
+const MaxBodyBytes = 1 << 20
+
+// Server is the REST API.
+type Server struct {
+	Leases climate.LeaseService
+	Hosts  climate.HostService
+	Auth   Authenticator
+	Logger *slog.Logger
+}
+
+// Handler returns the API's root handler.
+func (s *Server) Handler() http.Handler {
+	if s.Logger == nil {
+		s.Logger = slog.Default()
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/{$}", s.versions(false))
+	mux.Handle("/versions", s.versions(false))
+	mux.Handle("/v1", s.versions(true))
+	mux.Handle("/v1/{$}", s.versions(true))
+	mux.Handle("/v1/leases", s.methods(map[string]handler{"GET": s.listLeases, "POST": s.createLease}))
+	mux.Handle("/v1/leases/{id}", s.methods(map[string]handler{"GET": s.getLease, "PUT": s.updateLease, "DELETE": s.deleteLease}))
+	mux.Handle("/v1/os-hosts", s.methods(map[string]handler{"GET": s.listHosts, "POST": s.createHost}))
+	mux.Handle("/v1/os-hosts/allocations", s.methods(map[string]handler{"GET": s.listAllocations}))
+	mux.Handle("/v1/os-hosts/properties", s.methods(map[string]handler{"GET": s.listProperties}))
+	mux.Handle("/v1/os-hosts/properties/{name}", s.methods(map[string]handler{"PATCH": s.setProperty}))
+	mux.Handle("/v1/os-hosts/{id}", s.methods(map[string]handler{"GET": s.getHost, "PUT": s.updateHost, "DELETE": s.deleteHost}))
+	mux.Handle("/v1/os-hosts/{id}/allocation", s.methods(map[string]handler{"GET": s.getAllocation}))
+	mux.Handle("/", s.methods(nil)) // unknown routes: 404 in Blazar's error shape
+	return s.middleware(mux)
+}
+
+// handler is an API handler: it returns the status and body to send, or an error.
+type handler func(r *http.Request, who climate.Identity) (int, any, error)
+
+// methods dispatches on the HTTP method so that 404 and 405 share the JSON error shape.
+func (s *Server) methods(byMethod map[string]handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if byMethod == nil {
+			s.writeError(w, r, climate.Errorf(climate.CodeNotFound, "The resource %s could not be found.", r.URL.Path))
+			return
+		}
+		h, ok := byMethod[r.Method]
+		if !ok {
+			allowed := make([]string, 0, len(byMethod))
+			for m := range byMethod {
+				allowed = append(allowed, m)
+			}
+			w.Header().Set("Allow", strings.Join(allowed, ", "))
+			s.writeErrorStatus(w, r, http.StatusMethodNotAllowed, fmt.Sprintf("Method %s is not allowed on %s.", r.Method, r.URL.Path))
+			return
+		}
+		who, err := s.Auth.Authenticate(r)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		status, body, err := h(r, who)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, status, body)
+	})
+}
+
+var requestIDPattern = regexp.MustCompile(`^req-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+var microversionPattern = regexp.MustCompile(`^[1-9]\d*\.([1-9]\d*|0)$`)
+
+// middleware adds the request id and version headers, enforces the body limit and JSON
+// content type, strips Blazar's optional ".json" suffix, logs, and turns panics into 500s.
+func (s *Server) middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		reqID := "req-" + uuid4()
+		if inbound := r.Header.Get("X-OpenStack-Request-ID"); requestIDPattern.MatchString(inbound) {
+			r.Header.Set("X-OpenStack-Global-Request-ID", inbound)
+		}
+		h := w.Header()
+		h.Set("X-OpenStack-Request-ID", reqID)
+		h.Set("OpenStack-API-Version", "reservation 1.0")
+		h.Set("Vary", "OpenStack-API-Version")
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		defer func() {
+			if p := recover(); p != nil {
+				s.Logger.Error("panic serving request", "request_id", reqID, "panic", p)
+				s.writeError(rec, r, &climate.Error{Code: climate.CodeInternal, Err: fmt.Errorf("panic: %v", p)})
+			}
+			s.Logger.Info("request", "request_id", reqID, "method", r.Method, "path", r.URL.Path,
+				"status", rec.status, "duration", time.Since(start))
+		}()
+		if err := checkMicroversion(r.Header.Get("OpenStack-API-Version")); err != nil {
+			s.writeErrorStatus(rec, r, err.status, err.msg)
+			return
+		}
+		if r.Body != nil && r.ContentLength != 0 && r.Method != http.MethodGet {
+			if ct := r.Header.Get("Content-Type"); ct != "" {
+				if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+					s.writeError(rec, r, climate.Errorf(climate.CodeInvalid, "Content-Type %q is not supported: send application/json", ct))
+					return
+				}
+			}
+		}
+		r.Body = http.MaxBytesReader(rec, r.Body, MaxBodyBytes)
+		if strings.HasSuffix(r.URL.Path, ".json") {
+			r.URL.Path = strings.TrimSuffix(r.URL.Path, ".json")
+			r.URL.RawPath = ""
+		}
+		next.ServeHTTP(rec, r)
+	})
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	s.status = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+type versionError struct {
+	status int
+	msg    string
+}
+
+// checkMicroversion validates an OpenStack-API-Version header; only 1.0 exists.
+func checkMicroversion(header string) *versionError {
+	for _, part := range strings.Split(header, ",") {
+		fields := strings.Fields(part)
+		if len(fields) == 0 || !strings.EqualFold(fields[0], "reservation") {
+			continue
+		}
+		if len(fields) != 2 {
+			return &versionError{http.StatusBadRequest, fmt.Sprintf("Invalid OpenStack-API-Version header %q", header)}
+		}
+		v := fields[1]
+		if v == "latest" || v == "1.0" {
+			return nil
+		}
+		if !microversionPattern.MatchString(v) {
+			return &versionError{http.StatusBadRequest, fmt.Sprintf("Version string %q is not valid", v)}
+		}
+		return &versionError{http.StatusNotAcceptable, fmt.Sprintf("Version %s is not supported by the API. Minimum is 1.0 and maximum is 1.0.", v)}
+	}
+	return nil
+}
+
+// versions serves the version document with 300 Multiple Choices, as Blazar does.
+func (s *Server) versions(v1Only bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			s.writeErrorStatus(w, r, http.StatusMethodNotAllowed, fmt.Sprintf("Method %s is not allowed on %s.", r.Method, r.URL.Path))
+			return
+		}
+		scheme := "http"
+		if r.TLS != nil {
+			scheme = "https"
+		}
+		base := scheme + "://" + r.Host
+		v := []map[string]any{{
+			"id": "v1.0", "status": "CURRENT", "min_version": "1.0", "max_version": "1.0",
+			"links": []map[string]string{{"href": base + "/v1", "rel": "self"}},
+		}}
+		writeJSON(w, http.StatusMultipleChoices, map[string]any{"versions": v})
+	})
+}
+
+// statusOf maps error codes to HTTP statuses: the one table for the whole API.
+var statusOf = map[climate.Code]int{
+	climate.CodeInvalid:      http.StatusBadRequest,
+	climate.CodeUnauthorized: http.StatusUnauthorized,
+	climate.CodeForbidden:    http.StatusForbidden,
+	climate.CodeNotFound:     http.StatusNotFound,
+	climate.CodeConflict:     http.StatusConflict,
+	climate.CodeTooLarge:     http.StatusRequestEntityTooLarge,
+	climate.CodeInternal:     http.StatusInternalServerError,
+}
+
+// errorNames replaces Blazar's numeric error_name with readable names.
+var errorNames = map[int]string{
+	http.StatusBadRequest:            "BAD_REQUEST",
+	http.StatusUnauthorized:          "UNAUTHORIZED",
+	http.StatusForbidden:             "FORBIDDEN",
+	http.StatusNotFound:              "NOT_FOUND",
+	http.StatusMethodNotAllowed:      "METHOD_NOT_ALLOWED",
+	http.StatusNotAcceptable:         "NOT_ACCEPTABLE",
+	http.StatusConflict:              "CONFLICT",
+	http.StatusRequestEntityTooLarge: "REQUEST_ENTITY_TOO_LARGE",
+	http.StatusInternalServerError:   "INTERNAL_SERVER_ERROR",
+}
+
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	code := climate.ErrorCode(err)
+	if code == climate.CodeInternal {
+		s.Logger.Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	status := statusOf[code]
+	if status == 0 {
+		status = http.StatusInternalServerError
+	}
+	s.writeErrorStatus(w, r, status, climate.ErrorMessage(err))
+}
+
+func (s *Server) writeErrorStatus(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Keystone uri="unused", X-Auth-Token`)
+	}
+	writeJSON(w, status, map[string]any{"error_code": status, "error_message": msg, "error_name": errorNames[status]})
+}
+
+func writeJSON(w http.ResponseWriter, status int, body any) {
+	w.Header().Set("Content-Type", "application/json")
+	if status == http.StatusNoContent {
+		w.WriteHeader(status)
+		return
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = w.Write([]byte(`{"error_code": 500, "error_message": "Internal Server Error", "error_name": "INTERNAL_SERVER_ERROR"}`))
+		return
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// readObject reads a request body that must be a JSON object; an empty body is {}.
+func readObject(r *http.Request) (object, error) {
+	data, err := io.ReadAll(r.Body)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return nil, climate.Errorf(climate.CodeTooLarge, "Request body is larger than %d bytes", MaxBodyBytes)
+		}
+		return nil, climate.Errorf(climate.CodeInvalid, "Cannot read request body: %v", err)
+	}
+	if len(strings.TrimSpace(string(data))) == 0 {
+		return object{}, nil
+	}
+	var o object
+	if err := json.Unmarshal(data, &o); err != nil || o == nil {
+		msg := "the body must be a JSON object"
+		var syntax *json.SyntaxError
+		if errors.As(err, &syntax) {
+			msg = fmt.Sprintf("invalid JSON at byte %d: %v", syntax.Offset, syntax)
+		}
+		return nil, climate.Errorf(climate.CodeInvalid, "Malformed request body: %s", msg)
+	}
+	return o, nil
+}
+
+func uuid4() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}

@@ -1,0 +1,418 @@
+package http
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+
+	"climate"
+)
+
+// Blazar's wire formats. Lease dates and event times go out as oslo's PERFECT_TIME_FORMAT
+// (python-blazarclient parses that exact form for --prolong-for and friends); created_at
+// and updated_at go out as Python's isoformat(' ').
+const (
+	perfectTimeFormat = "2006-01-02T15:04:05.000000"
+	apiDateFormat     = "2006-01-02 15:04"
+)
+
+func perfectTime(t time.Time) string { return t.UTC().Format(perfectTimeFormat) }
+
+// isoSpace formats like Python's isoformat(' '): microseconds only when non-zero.
+func isoSpace(t time.Time) string {
+	t = t.UTC()
+	if t.Nanosecond()/1000 != 0 {
+		return t.Format("2006-01-02 15:04:05.000000")
+	}
+	return t.Format("2006-01-02 15:04:05")
+}
+
+// nullableTime renders an updated_at: null when never set.
+func nullableTime(t time.Time) *string {
+	if t.IsZero() {
+		return nil
+	}
+	s := isoSpace(t)
+	return &s
+}
+
+// dateLayouts are the input forms accepted for dates, besides "now": Blazar's minute form,
+// with seconds, RFC 3339, and the form this API writes, so output can be fed back.
+var dateLayouts = []string{apiDateFormat, "2006-01-02 15:04:05", time.RFC3339Nano, "2006-01-02T15:04:05.999999", "2006-01-02T15:04"}
+
+// parseDate parses a request date; all dates without an offset are UTC.
+func parseDate(s string) (climate.Date, bool) {
+	s = strings.TrimSpace(s)
+	if s == "now" {
+		return climate.Date{Now: true}, true
+	}
+	for _, layout := range dateLayouts {
+		if t, err := time.ParseInLocation(layout, s, time.UTC); err == nil {
+			return climate.Date{Time: t.UTC()}, true
+		}
+	}
+	return climate.Date{}, false
+}
+
+type leaseJSON struct {
+	ID           string            `json:"id"`
+	Name         string            `json:"name"`
+	StartDate    string            `json:"start_date"`
+	EndDate      string            `json:"end_date"`
+	Status       string            `json:"status"`
+	Degraded     bool              `json:"degraded"`
+	UserID       string            `json:"user_id"`
+	ProjectID    string            `json:"project_id"`
+	TrustID      string            `json:"trust_id"`
+	CreatedAt    string            `json:"created_at"`
+	UpdatedAt    *string           `json:"updated_at"`
+	Reservations []reservationJSON `json:"reservations"`
+	Events       []eventJSON       `json:"events"`
+}
+
+type reservationJSON struct {
+	ID                   string  `json:"id"`
+	LeaseID              string  `json:"lease_id"`
+	ResourceID           string  `json:"resource_id"`
+	ResourceType         string  `json:"resource_type"`
+	Status               string  `json:"status"`
+	MissingResources     bool    `json:"missing_resources"`
+	ResourcesChanged     bool    `json:"resources_changed"`
+	CreatedAt            string  `json:"created_at"`
+	UpdatedAt            *string `json:"updated_at"`
+	Min                  int     `json:"min"`
+	Max                  int     `json:"max"`
+	HypervisorProperties string  `json:"hypervisor_properties"`
+	ResourceProperties   string  `json:"resource_properties"`
+	BeforeEnd            string  `json:"before_end"`
+}
+
+type eventJSON struct {
+	ID        string  `json:"id"`
+	LeaseID   string  `json:"lease_id"`
+	EventType string  `json:"event_type"`
+	Time      string  `json:"time"`
+	Status    string  `json:"status"`
+	CreatedAt string  `json:"created_at"`
+	UpdatedAt *string `json:"updated_at"`
+}
+
+func toLeaseJSON(l *climate.Lease) leaseJSON {
+	out := leaseJSON{
+		ID: l.ID, Name: l.Name, StartDate: perfectTime(l.Start), EndDate: perfectTime(l.End),
+		Status: string(l.Status), Degraded: l.Degraded, UserID: l.UserID, ProjectID: l.ProjectID,
+		TrustID: l.TrustID, CreatedAt: isoSpace(l.CreatedAt), UpdatedAt: nullableTime(l.UpdatedAt),
+		Reservations: make([]reservationJSON, 0, len(l.Reservations)),
+		Events:       make([]eventJSON, 0, len(l.Events)),
+	}
+	for _, r := range l.Reservations {
+		out.Reservations = append(out.Reservations, reservationJSON{
+			ID: r.ID, LeaseID: r.LeaseID, ResourceID: r.ID, ResourceType: r.ResourceType,
+			Status: string(r.Status), MissingResources: r.MissingResources, ResourcesChanged: r.ResourcesChanged,
+			CreatedAt: isoSpace(r.CreatedAt), UpdatedAt: nullableTime(r.UpdatedAt),
+			Min: r.Min, Max: r.Max, HypervisorProperties: r.HypervisorProperties,
+			ResourceProperties: r.ResourceProperties, BeforeEnd: r.BeforeEnd,
+		})
+	}
+	for _, e := range l.Events {
+		out.Events = append(out.Events, eventJSON{
+			ID: e.ID, LeaseID: e.LeaseID, EventType: string(e.Type), Time: perfectTime(e.Time),
+			Status: string(e.Status), CreatedAt: isoSpace(e.CreatedAt), UpdatedAt: nullableTime(e.UpdatedAt),
+		})
+	}
+	return out
+}
+
+// toHostJSON renders a host with its extra capabilities flattened in, as Blazar does.
+func toHostJSON(h *climate.Host) map[string]any {
+	out := make(map[string]any, 16+len(h.Extra))
+	for k, v := range h.Extra {
+		out[k] = v
+	}
+	out["id"] = h.ID
+	out["hypervisor_hostname"] = h.HypervisorHostname
+	out["service_name"] = h.ServiceName
+	out["vcpus"] = h.VCPUs
+	out["memory_mb"] = h.MemoryMB
+	out["local_gb"] = h.LocalGB
+	out["cpu_info"] = h.CPUInfo
+	out["hypervisor_type"] = h.HypervisorType
+	out["hypervisor_version"] = h.HypervisorVersion
+	out["availability_zone"] = h.AvailabilityZone
+	out["trust_id"] = h.TrustID
+	out["reservable"] = h.Reservable
+	out["status"] = nil
+	out["created_at"] = isoSpace(h.CreatedAt)
+	out["updated_at"] = nullableTime(h.UpdatedAt)
+	return out
+}
+
+// object is a decoded JSON object whose values are checked key by key, so that every type
+// error names the parameter (Blazar's "Malformed parameter <name>").
+type object map[string]json.RawMessage
+
+func malformed(key, want string) error {
+	return climate.Errorf(climate.CodeInvalid, "Malformed parameter %s: expected %s", key, want)
+}
+
+func isNull(raw json.RawMessage) bool { return string(raw) == "null" }
+
+// str returns a string field; absent or null gives nil.
+func (o object) str(key string) (*string, error) {
+	raw, ok := o[key]
+	if !ok || isNull(raw) {
+		return nil, nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, malformed(key, "a string")
+	}
+	return &s, nil
+}
+
+// integer returns an integer field. Int-like strings ("2") are accepted, as Blazar's
+// clients send them, and converted rather than crashing later as Blazar does.
+func (o object) integer(key string) (*int, error) {
+	raw, ok := o[key]
+	if !ok || isNull(raw) {
+		return nil, nil
+	}
+	var n json.Number
+	if err := json.Unmarshal(raw, &n); err != nil {
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return nil, malformed(key, "an integer")
+		}
+		n = json.Number(strings.TrimSpace(s))
+	}
+	v, err := strconv.ParseInt(string(n), 10, 32)
+	if err != nil {
+		return nil, malformed(key, "an integer")
+	}
+	i := int(v)
+	return &i, nil
+}
+
+// query returns a property-query field. Blazar sends a JSON string holding the query; a
+// bare JSON array is accepted too and kept in its string form.
+func (o object) query(key string) (*string, error) {
+	raw, ok := o[key]
+	if !ok || isNull(raw) {
+		return nil, nil
+	}
+	trimmed := strings.TrimSpace(string(raw))
+	if strings.HasPrefix(trimmed, "[") {
+		return &trimmed, nil
+	}
+	return o.str(key)
+}
+
+// date returns a date field; absent or null gives an unset date.
+func (o object) date(key string) (climate.Date, error) {
+	s, err := o.str(key)
+	if err != nil || s == nil {
+		return climate.Date{}, err
+	}
+	d, ok := parseDate(*s)
+	if !ok {
+		return climate.Date{}, climate.Errorf(climate.CodeInvalid,
+			"%s is an invalid date. Required format: %%Y-%%m-%%d %%H:%%M (also accepted: %%Y-%%m-%%d %%H:%%M:%%S, RFC 3339, \"now\")", *s)
+	}
+	return d, nil
+}
+
+// only rejects keys outside allowed, so a typo is reported rather than ignored.
+func (o object) only(what string, allowed ...string) error {
+	for k := range o {
+		found := false
+		for _, a := range allowed {
+			if k == a {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return climate.Errorf(climate.CodeInvalid, "Unknown parameter %q in %s (accepted: %s)", k, what, strings.Join(allowed, ", "))
+		}
+	}
+	return nil
+}
+
+// objects decodes a field holding an array of JSON objects.
+func (o object) objects(key string) ([]object, error) {
+	raw, ok := o[key]
+	if !ok || isNull(raw) {
+		return nil, nil
+	}
+	var out []object
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, malformed(key, "a list of objects")
+	}
+	for _, item := range out {
+		if item == nil {
+			return nil, malformed(key, "a list of objects")
+		}
+	}
+	return out, nil
+}
+
+func decodeReservation(o object, update bool) (climate.ReservationRequest, error) {
+	var r climate.ReservationRequest
+	var err error
+	keys := []string{"resource_type", "min", "max", "hypervisor_properties", "resource_properties", "before_end"}
+	if update {
+		keys = append(keys, "id")
+		id, err := o.str("id")
+		if err != nil {
+			return r, err
+		}
+		if id != nil {
+			r.ID = *id
+		}
+	}
+	if t, err := o.str("resource_type"); err != nil {
+		return r, err
+	} else if t != nil {
+		r.ResourceType = *t
+	}
+	if !update && r.ResourceType != "" && r.ResourceType != climate.ResourceTypeHost {
+		return r, climate.Errorf(climate.CodeInvalid, "The %s resource type is not supported", r.ResourceType)
+	}
+	if err := o.only("a reservation", keys...); err != nil {
+		return r, err
+	}
+	if r.Min, err = o.integer("min"); err != nil {
+		return r, err
+	}
+	if r.Max, err = o.integer("max"); err != nil {
+		return r, err
+	}
+	if r.HypervisorProperties, err = o.query("hypervisor_properties"); err != nil {
+		return r, err
+	}
+	if r.ResourceProperties, err = o.query("resource_properties"); err != nil {
+		return r, err
+	}
+	r.BeforeEnd, err = o.str("before_end")
+	return r, err
+}
+
+func decodeReservations(o object, update bool) ([]climate.ReservationRequest, error) {
+	items, err := o.objects("reservations")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]climate.ReservationRequest, 0, len(items))
+	for _, item := range items {
+		r, err := decodeReservation(item, update)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// beforeEndDate decodes before_end_date, which has no "now" form.
+func beforeEndDate(o object) (*time.Time, error) {
+	d, err := o.date("before_end_date")
+	if err != nil || !d.IsSet() {
+		return nil, err
+	}
+	if d.Now {
+		return nil, climate.Errorf(climate.CodeInvalid, "before_end_date cannot be \"now\"")
+	}
+	return &d.Time, nil
+}
+
+func decodeLeaseRequest(o object) (climate.LeaseRequest, error) {
+	var req climate.LeaseRequest
+	if err := o.only("a lease", "name", "start_date", "end_date", "before_end_date", "reservations", "events"); err != nil {
+		return req, err
+	}
+	name, err := o.str("name")
+	if err != nil {
+		return req, err
+	}
+	if name != nil {
+		req.Name = *name
+	}
+	if req.Start, err = o.date("start_date"); err != nil {
+		return req, err
+	}
+	if req.End, err = o.date("end_date"); err != nil {
+		return req, err
+	}
+	if req.BeforeEnd, err = beforeEndDate(o); err != nil {
+		return req, err
+	}
+	if err := noUserEvents(o); err != nil {
+		return req, err
+	}
+	req.Reservations, err = decodeReservations(o, false)
+	return req, err
+}
+
+// noUserEvents accepts the empty "events" list python-blazarclient always sends. Blazar
+// stores user events verbatim and never fires them; Climate refuses them instead.
+func noUserEvents(o object) error {
+	events, err := o.objects("events")
+	if err != nil {
+		return err
+	}
+	if len(events) > 0 {
+		return climate.Errorf(climate.CodeInvalid, "User-defined events are not supported: the service creates start_lease, end_lease and before_end_lease events itself")
+	}
+	return nil
+}
+
+func decodeLeaseUpdate(o object) (climate.LeaseUpdate, error) {
+	var u climate.LeaseUpdate
+	if err := o.only("a lease update", "name", "start_date", "end_date", "before_end_date", "reservations", "events"); err != nil {
+		return u, err
+	}
+	var err error
+	if u.Name, err = o.str("name"); err != nil {
+		return u, err
+	}
+	if u.Start, err = o.date("start_date"); err != nil {
+		return u, err
+	}
+	if u.End, err = o.date("end_date"); err != nil {
+		return u, err
+	}
+	if u.BeforeEnd, err = beforeEndDate(o); err != nil {
+		return u, err
+	}
+	if err := noUserEvents(o); err != nil {
+		return u, err
+	}
+	u.Reservations, err = decodeReservations(o, true)
+	return u, err
+}
+
+// decodeHostFields turns a host request's JSON object into string fields: strings as they
+// are, numbers as written, booleans as true/false.
+func decodeHostFields(o object) (map[string]string, error) {
+	out := make(map[string]string, len(o))
+	for k, raw := range o {
+		var v any
+		dec := json.NewDecoder(strings.NewReader(string(raw)))
+		dec.UseNumber()
+		if err := dec.Decode(&v); err != nil {
+			return nil, malformed(k, "a string, number or boolean")
+		}
+		switch v := v.(type) {
+		case string:
+			out[k] = v
+		case json.Number:
+			out[k] = v.String()
+		case bool:
+			out[k] = strconv.FormatBool(v)
+		default:
+			return nil, malformed(k, "a string, number or boolean")
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,347 @@
+package manager
+
+import (
+	"context"
+	"sort"
+	"strconv"
+	"strings"
+
+	"climate"
+	"climate/query"
+)
+
+// maxCapabilityKey is Blazar's limit on extra capability names.
+const maxCapabilityKey = 64
+
+// CreateHost registers a host. fields holds the request's keys: "name" (required), the
+// built-in host fields, and any other key as an extra capability.
+func (m *Manager) CreateHost(ctx context.Context, who climate.Identity, fields map[string]string) (*climate.Host, error) {
+	if err := requireAdmin(who, "blazar:oshosts:post"); err != nil {
+		return nil, err
+	}
+	name := fields["name"]
+	if name == "" {
+		name = fields["hypervisor_hostname"]
+	}
+	if name == "" {
+		return nil, invalid("Missing parameter name")
+	}
+	now := m.now()
+	h := &climate.Host{HypervisorHostname: name, ServiceName: name, Reservable: true, Extra: map[string]string{}, CreatedAt: now}
+	rest := make(map[string]string, len(fields))
+	for k, v := range fields {
+		if k != "name" && k != "id" {
+			rest[k] = v
+		}
+	}
+	if err := applyHostFields(h, rest); err != nil {
+		return nil, err
+	}
+	err := m.store.Update(ctx, func(tx climate.Tx) error { return tx.InsertHost(ctx, h) })
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// applyHostFields sets built-in fields from their string form and everything else as
+// extra capabilities.
+func applyHostFields(h *climate.Host, fields map[string]string) error {
+	for k, v := range fields {
+		var err error
+		switch k {
+		case "vcpus":
+			h.VCPUs, err = nonNegativeInt(k, v)
+		case "memory_mb":
+			h.MemoryMB, err = nonNegativeInt(k, v)
+		case "local_gb":
+			h.LocalGB, err = nonNegativeInt(k, v)
+		case "hypervisor_version":
+			h.HypervisorVersion, err = nonNegativeInt(k, v)
+		case "hypervisor_hostname":
+			if v == "" {
+				return invalid("Malformed parameter hypervisor_hostname: must not be empty")
+			}
+			h.HypervisorHostname = v
+		case "service_name":
+			h.ServiceName = v
+		case "cpu_info":
+			h.CPUInfo = v
+		case "hypervisor_type":
+			h.HypervisorType = v
+		case "availability_zone":
+			h.AvailabilityZone = v
+		case "reservable":
+			h.Reservable, err = strconv.ParseBool(v)
+			if err != nil {
+				err = invalid("Malformed parameter reservable: %q is not a boolean", v)
+			}
+		case "id", "trust_id", "status", "created_at", "updated_at", "name":
+			return invalid("Malformed parameter %s: it cannot be set", k)
+		default:
+			if len(k) > maxCapabilityKey {
+				return invalid("Extra capability key too long")
+			}
+			if k == "" || strings.ContainsAny(k, " \t\n\"$") {
+				return invalid("Malformed parameter %q: an extra capability name must be non-empty without spaces, quotes or $", k)
+			}
+			h.Extra[k] = v
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func nonNegativeInt(name, v string) (int, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 0 {
+		return 0, invalid("Malformed parameter %s: %q is not a non-negative integer", name, v)
+	}
+	return n, nil
+}
+
+// GetHost returns a host (admins only).
+func (m *Manager) GetHost(ctx context.Context, who climate.Identity, id string) (*climate.Host, error) {
+	if err := requireAdmin(who, "blazar:oshosts:get"); err != nil {
+		return nil, err
+	}
+	var h *climate.Host
+	err := m.store.View(ctx, func(tx climate.Tx) error {
+		var err error
+		h, err = tx.GetHost(ctx, id)
+		return err
+	})
+	return h, err
+}
+
+// ListHosts returns every host (admins only).
+func (m *Manager) ListHosts(ctx context.Context, who climate.Identity) ([]climate.Host, error) {
+	if err := requireAdmin(who, "blazar:oshosts:get"); err != nil {
+		return nil, err
+	}
+	var hosts []climate.Host
+	err := m.store.View(ctx, func(tx climate.Tx) error {
+		var err error
+		hosts, err = tx.ListHosts(ctx)
+		return err
+	})
+	return hosts, err
+}
+
+// UpdateHost changes built-in fields and extra capabilities of a host. A capability that a
+// current or future reservation on the host filters on cannot change (Blazar's rule): the
+// reservation was granted the host because of its value.
+func (m *Manager) UpdateHost(ctx context.Context, who climate.Identity, id string, fields map[string]string) (*climate.Host, error) {
+	if err := requireAdmin(who, "blazar:oshosts:put"); err != nil {
+		return nil, err
+	}
+	if len(fields) == 0 {
+		return nil, invalid("No data to update")
+	}
+	var h *climate.Host
+	err := m.store.Update(ctx, func(tx climate.Tx) error {
+		cur, err := tx.GetHost(ctx, id)
+		if err != nil {
+			return err
+		}
+		h = cur
+		before := *cur
+		before.Extra = make(map[string]string, len(cur.Extra))
+		for k, v := range cur.Extra {
+			before.Extra[k] = v
+		}
+		if err := applyHostFields(h, fields); err != nil {
+			return err
+		}
+		var changed []string
+		for k := range fields {
+			old, had := before.Property(k)
+			now, _ := h.Property(k)
+			if !had || old != now {
+				changed = append(changed, k)
+			}
+		}
+		if err := m.checkPropertiesUnused(ctx, tx, id, changed); err != nil {
+			return err
+		}
+		h.UpdatedAt = m.now()
+		return tx.UpdateHost(ctx, h)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// checkPropertiesUnused refuses changing properties that a current or future reservation
+// holding the host filters on.
+func (m *Manager) checkPropertiesUnused(ctx context.Context, tx climate.Tx, hostID string, props []string) error {
+	if len(props) == 0 {
+		return nil
+	}
+	allocs, err := tx.ListAllocations(ctx, climate.AllocationFilter{ResourceIDs: []string{hostID}, From: m.now()})
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, a := range allocs {
+		if seen[a.LeaseID] {
+			continue
+		}
+		seen[a.LeaseID] = true
+		l, err := tx.GetLease(ctx, a.LeaseID)
+		if err != nil {
+			return err
+		}
+		for _, r := range l.Reservations {
+			if r.ID != a.ReservationID {
+				continue
+			}
+			for _, text := range []string{r.HypervisorProperties, r.ResourceProperties} {
+				q, err := query.Parse(text)
+				if err != nil {
+					continue
+				}
+				for _, used := range q.Properties() {
+					for _, p := range props {
+						if used == p {
+							return climate.Errorf(climate.CodeConflict, "Can't update property %s of host %s: reservation %s of lease %s filters on it", p, hostID, r.ID, l.ID)
+						}
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// DeleteHost removes a host that no current or future allocation holds.
+func (m *Manager) DeleteHost(ctx context.Context, who climate.Identity, id string) error {
+	if err := requireAdmin(who, "blazar:oshosts:delete"); err != nil {
+		return err
+	}
+	return m.store.Update(ctx, func(tx climate.Tx) error {
+		if _, err := tx.GetHost(ctx, id); err != nil {
+			return err
+		}
+		allocs, err := tx.ListAllocations(ctx, climate.AllocationFilter{ResourceIDs: []string{id}, From: m.now()})
+		if err != nil {
+			return err
+		}
+		if len(allocs) > 0 {
+			return climate.Errorf(climate.CodeConflict, "Can't delete host %s. The host is reserved.", id)
+		}
+		return tx.DeleteHost(ctx, id)
+	})
+}
+
+// HostAllocations returns, for every host (or just hostID when set), the reservations
+// holding it (admins only).
+func (m *Manager) HostAllocations(ctx context.Context, who climate.Identity, hostID string, q climate.AllocationQuery) ([]climate.HostAllocation, error) {
+	if err := requireAdmin(who, "blazar:oshosts:get_allocations"); err != nil {
+		return nil, err
+	}
+	var out []climate.HostAllocation
+	err := m.store.View(ctx, func(tx climate.Tx) error {
+		var hosts []climate.Host
+		if hostID != "" {
+			h, err := tx.GetHost(ctx, hostID)
+			if err != nil {
+				return err
+			}
+			hosts = []climate.Host{*h}
+		} else {
+			var err error
+			if hosts, err = tx.ListHosts(ctx); err != nil {
+				return err
+			}
+		}
+		f := climate.AllocationFilter{LeaseID: q.LeaseID, ReservationID: q.ReservationID}
+		if hostID != "" {
+			f.ResourceIDs = []string{hostID}
+		}
+		if q.LeaseID == "" && q.ReservationID == "" {
+			f.From = m.now()
+		}
+		allocs, err := tx.ListAllocations(ctx, f)
+		if err != nil {
+			return err
+		}
+		byHost := map[string][]climate.AllocatedReservation{}
+		for _, a := range allocs {
+			byHost[a.ResourceID] = append(byHost[a.ResourceID], climate.AllocatedReservation{ID: a.ReservationID, LeaseID: a.LeaseID, Start: a.Start, End: a.End})
+		}
+		for _, h := range hosts {
+			out = append(out, climate.HostAllocation{HostID: h.ID, Reservations: byHost[h.ID]})
+		}
+		return nil
+	})
+	return out, err
+}
+
+// ListHostProperties returns the extra-capability names known for hosts. Private ones
+// are listed only when all is set (admins see them; everyone else never does).
+func (m *Manager) ListHostProperties(ctx context.Context, who climate.Identity, all bool) ([]climate.PropertyInfo, error) {
+	if err := requireAdmin(who, "blazar:oshosts:get_resource_properties"); err != nil {
+		return nil, err
+	}
+	var out []climate.PropertyInfo
+	err := m.store.View(ctx, func(tx climate.Tx) error {
+		props, err := tx.ListResourceProperties(ctx, climate.ResourceTypeHost)
+		if err != nil {
+			return err
+		}
+		hosts, err := tx.ListHosts(ctx)
+		if err != nil {
+			return err
+		}
+		for _, p := range props {
+			if p.Private && !(all && who.IsAdmin()) {
+				continue
+			}
+			set := map[string]bool{}
+			for _, h := range hosts {
+				if v, ok := h.Extra[p.Name]; ok {
+					set[v] = true
+				}
+			}
+			values := make([]string, 0, len(set))
+			for v := range set {
+				values = append(values, v)
+			}
+			sort.Strings(values)
+			out = append(out, climate.PropertyInfo{ResourceProperty: p, Values: values})
+		}
+		return nil
+	})
+	return out, err
+}
+
+// SetHostPropertyPrivate marks a host property private or public.
+func (m *Manager) SetHostPropertyPrivate(ctx context.Context, who climate.Identity, name string, private bool) (*climate.ResourceProperty, error) {
+	if err := requireAdmin(who, "blazar:oshosts:update_resource_properties"); err != nil {
+		return nil, err
+	}
+	p := &climate.ResourceProperty{ResourceType: climate.ResourceTypeHost, Name: name, Private: private, UpdatedAt: m.now()}
+	err := m.store.Update(ctx, func(tx climate.Tx) error {
+		if err := tx.UpdateResourceProperty(ctx, p); err != nil {
+			return err
+		}
+		props, err := tx.ListResourceProperties(ctx, climate.ResourceTypeHost)
+		if err != nil {
+			return err
+		}
+		for _, q := range props {
+			if q.Name == name {
+				*p = q
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}

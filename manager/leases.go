@@ -1,0 +1,576 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"strings"
+	"time"
+
+	"climate"
+	"climate/plan"
+	"climate/query"
+)
+
+// resolve returns the time a request date stands for, "now" being now.
+func resolve(d climate.Date, now time.Time) time.Time {
+	if d.Now {
+		return now
+	}
+	return d.Time.UTC().Truncate(time.Microsecond)
+}
+
+const maxLeaseName = 80
+
+func invalid(format string, args ...any) error {
+	return climate.Errorf(climate.CodeInvalid, format, args...)
+}
+
+// GetLease returns a lease the caller may see.
+func (m *Manager) GetLease(ctx context.Context, who climate.Identity, id string) (*climate.Lease, error) {
+	if err := requireReader(who, "blazar:leases:get"); err != nil {
+		return nil, err
+	}
+	var l *climate.Lease
+	err := m.store.View(ctx, func(tx climate.Tx) error {
+		var err error
+		l, err = getOwnLease(ctx, tx, who, id)
+		return err
+	})
+	return l, err
+}
+
+// getOwnLease loads a lease and hides it from other projects (as if it did not exist, so
+// ids of other projects' leases are not even confirmed).
+func getOwnLease(ctx context.Context, tx climate.Tx, who climate.Identity, id string) (*climate.Lease, error) {
+	l, err := tx.GetLease(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !who.IsAdmin() && l.ProjectID != who.ProjectID {
+		return nil, climate.Errorf(climate.CodeNotFound, "Object with {'lease_id': '%s'} not found", id)
+	}
+	return l, nil
+}
+
+// ListLeases returns every lease for admins and the caller's project's leases otherwise.
+func (m *Manager) ListLeases(ctx context.Context, who climate.Identity) ([]climate.Lease, error) {
+	if err := requireReader(who, "blazar:leases:get"); err != nil {
+		return nil, err
+	}
+	f := climate.LeaseFilter{}
+	if !who.IsAdmin() {
+		f.ProjectID = who.ProjectID
+	}
+	var out []climate.Lease
+	err := m.store.View(ctx, func(tx climate.Tx) error {
+		var err error
+		out, err = tx.ListLeases(ctx, f)
+		return err
+	})
+	return out, err
+}
+
+// hostReservation is a validated physical:host reservation with its parsed filter.
+type hostReservation struct {
+	res   *climate.Reservation
+	query *query.Query
+}
+
+// CreateLease validates, plans and books a lease for the caller's project.
+func (m *Manager) CreateLease(ctx context.Context, who climate.Identity, req climate.LeaseRequest) (*climate.Lease, error) {
+	if err := requireMember(who, "blazar:leases:post"); err != nil {
+		return nil, err
+	}
+	now := m.now()
+	if req.Name == "" {
+		return nil, invalid("Missing parameter name")
+	}
+	if len([]rune(req.Name)) > maxLeaseName {
+		return nil, invalid("Lease name is too long: %d characters at most", maxLeaseName)
+	}
+	if !req.Start.IsSet() {
+		return nil, invalid("Missing parameter start_date")
+	}
+	if !req.End.IsSet() {
+		return nil, invalid("Missing parameter end_date")
+	}
+	start, end := resolve(req.Start, now), resolve(req.End, now)
+	// Blazar compares with "now" truncated to the minute, so a start in the current minute
+	// is accepted; we keep that for clients that only send minutes.
+	if start.Before(now.Truncate(time.Minute)) {
+		return nil, invalid("Start date must be later than current date")
+	}
+	if !end.After(start) {
+		return nil, invalid("End date must be later than start date.")
+	}
+	l := &climate.Lease{
+		ID: newID(), Name: req.Name, UserID: who.UserID, ProjectID: who.ProjectID,
+		Start: start, End: end, Status: climate.LeasePending, CreatedAt: now,
+	}
+	beforeEnd, err := m.beforeEndTime(req.BeforeEnd, start, end)
+	if err != nil {
+		return nil, err
+	}
+	l.Events = []climate.Event{
+		{ID: newID(), LeaseID: l.ID, Type: climate.EventStartLease, Time: start, Status: climate.EventUndone, CreatedAt: now},
+		{ID: newID(), LeaseID: l.ID, Type: climate.EventEndLease, Time: end, Status: climate.EventUndone, CreatedAt: now},
+	}
+	if !beforeEnd.IsZero() {
+		l.Events = append(l.Events, climate.Event{ID: newID(), LeaseID: l.ID, Type: climate.EventBeforeEndLease, Time: beforeEnd, Status: climate.EventUndone, CreatedAt: now})
+	}
+	for _, rr := range req.Reservations {
+		r, err := newReservation(rr)
+		if err != nil {
+			return nil, err
+		}
+		r.ID, r.LeaseID, r.Status, r.CreatedAt = newID(), l.ID, climate.ReservationPending, now
+		l.Reservations = append(l.Reservations, r)
+	}
+	err = m.planAndCommit(ctx, l, nil, func(tx climate.Tx) error { return tx.InsertLease(ctx, l) })
+	if err != nil {
+		return nil, err
+	}
+	m.eventsChanged()
+	m.notify(ctx, "lease.create", l)
+	return l, nil
+}
+
+// beforeEndTime returns when the before_end_lease event fires, or zero for none.
+func (m *Manager) beforeEndTime(given *time.Time, start, end time.Time) (time.Time, error) {
+	if given != nil {
+		t := given.UTC().Truncate(time.Microsecond)
+		if !t.After(start) || !t.Before(end) {
+			return time.Time{}, invalid("Datetime is out of lease limits")
+		}
+		return t, nil
+	}
+	if m.cfg.BeforeEnd <= 0 {
+		return time.Time{}, nil
+	}
+	t := end.Add(-m.cfg.BeforeEnd)
+	if t.Before(start) {
+		t = start
+	}
+	return t, nil
+}
+
+// newReservation validates a reservation of a create request.
+func newReservation(rr climate.ReservationRequest) (climate.Reservation, error) {
+	switch rr.ResourceType {
+	case "":
+		return climate.Reservation{}, invalid("Missing parameter resource_type")
+	case climate.ResourceTypeHost:
+	default:
+		return climate.Reservation{}, invalid("The %s resource type is not supported", rr.ResourceType)
+	}
+	if rr.Min == nil {
+		return climate.Reservation{}, invalid("Missing parameter min")
+	}
+	if rr.Max == nil {
+		return climate.Reservation{}, invalid("Missing parameter max")
+	}
+	r := climate.Reservation{ResourceType: rr.ResourceType, Min: *rr.Min, Max: *rr.Max, BeforeEnd: "default"}
+	if rr.HypervisorProperties != nil {
+		r.HypervisorProperties = *rr.HypervisorProperties
+	}
+	if rr.ResourceProperties != nil {
+		r.ResourceProperties = *rr.ResourceProperties
+	}
+	if rr.BeforeEnd != nil {
+		r.BeforeEnd = *rr.BeforeEnd
+	}
+	return r, validateHostReservation(&r)
+}
+
+func validateHostReservation(r *climate.Reservation) error {
+	if r.Min <= 0 || r.Max <= 0 {
+		return invalid("Malformed parameter min and max (must be greater than or equal to 1)")
+	}
+	if r.Max < r.Min {
+		return invalid("Invalid values for min/max of hosts. Max must be equal to or larger than min.")
+	}
+	switch r.BeforeEnd {
+	case "", "default", "snapshot":
+	default:
+		return invalid("Malformed parameter before_end: %q (expected \"\", \"default\" or \"snapshot\")", r.BeforeEnd)
+	}
+	for _, s := range []string{r.HypervisorProperties, r.ResourceProperties} {
+		if _, err := query.Parse(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// parseFilter parses a reservation's two property queries and checks every property name
+// it uses is known, so a typo is a 400 rather than a silent "no host matches".
+func parseFilter(r *climate.Reservation, inv *inventory) (*query.Query, error) {
+	var qs []*query.Query
+	for _, f := range []struct{ name, text string }{
+		{"hypervisor_properties", r.HypervisorProperties}, {"resource_properties", r.ResourceProperties},
+	} {
+		q, err := query.Parse(f.text)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range q.Properties() {
+			if _, ok := inv.properties[p]; !ok && !climate.IsHostColumn(p) {
+				return nil, invalid("Unknown property %q in %s: it is neither a host field (%s) nor a registered extra capability",
+					p, f.name, strings.Join(climate.HostColumns, ", "))
+			}
+		}
+		qs = append(qs, q)
+	}
+	return query.And(qs...), nil
+}
+
+// planAndCommit plans every host reservation of l over l's window and commits with write.
+// Inside the write transaction it re-checks that the inventory has not changed and that no
+// chosen host was booked meanwhile; on conflict it takes a new snapshot and plans again.
+// current maps reservation id → its hosts before an update (nil on create); active
+// reservations must keep all of theirs.
+func (m *Manager) planAndCommit(ctx context.Context, l *climate.Lease, current map[string][]string, write func(climate.Tx) error) error {
+	for attempt := 0; attempt < commitAttempts; attempt++ {
+		var snap *plan.Snapshot
+		var inv *inventory
+		err := m.store.View(ctx, func(tx climate.Tx) error {
+			var err error
+			if inv, err = m.loadInventory(ctx, tx); err != nil {
+				return err
+			}
+			allocs, err := tx.ListAllocations(ctx, climate.AllocationFilter{From: l.Start, To: l.End, ExcludeLeaseID: l.ID})
+			if err != nil {
+				return err
+			}
+			snap = plan.NewSnapshot(inv.hosts, allocs)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		chosen, err := m.planLease(l, snap, inv, current)
+		if err != nil {
+			return err
+		}
+		err = m.store.Update(ctx, func(tx climate.Tx) error {
+			rev, err := tx.InventoryRevision(ctx)
+			if err != nil {
+				return err
+			}
+			if rev != inv.revision {
+				return climate.ErrConflictRetry
+			}
+			if len(chosen) > 0 {
+				clash, err := tx.ListAllocations(ctx, climate.AllocationFilter{ResourceIDs: chosen, From: l.Start, To: l.End, ExcludeLeaseID: l.ID})
+				if err != nil {
+					return err
+				}
+				if len(clash) > 0 {
+					return climate.ErrConflictRetry
+				}
+			}
+			return write(tx)
+		})
+		if !errors.Is(err, climate.ErrConflictRetry) {
+			return err
+		}
+	}
+	return climate.Errorf(climate.CodeConflict, "Not enough hosts available: the hosts found were booked by concurrent requests %d times in a row; try again", commitAttempts)
+}
+
+// planLease fills in the allocations of l's host reservations and returns every host chosen.
+func (m *Manager) planLease(l *climate.Lease, snap *plan.Snapshot, inv *inventory, current map[string][]string) ([]string, error) {
+	taken := map[string]bool{}
+	var all []string
+	for i := range l.Reservations {
+		r := &l.Reservations[i]
+		if r.ResourceType != climate.ResourceTypeHost || r.Status == climate.ReservationDeleted {
+			continue
+		}
+		q, err := parseFilter(r, inv)
+		if err != nil {
+			return nil, err
+		}
+		var match func(*climate.Host) bool
+		if !q.MatchAll() {
+			match = func(h *climate.Host) bool { return q.Match(h.Property) }
+		}
+		had := current[r.ID]
+		hosts, _, err := plan.PlaceHosts(snap, plan.HostRequest{
+			Window: plan.Window{Start: l.Start, End: l.End}, Min: r.Min, Max: r.Max,
+			Match: match, Prefer: had, Exclude: taken,
+		})
+		if err != nil {
+			return nil, err
+		}
+		if r.Status == climate.ReservationActive {
+			if lost := missing(had, hosts); len(lost) > 0 {
+				return nil, climate.Errorf(climate.CodeConflict,
+					"Not enough hosts available: reservation %s is active and would lose host(s) %s; an active reservation keeps its hosts",
+					r.ID, strings.Join(lost, ", "))
+			}
+		}
+		r.Allocations = allocationsFor(l, r, hosts)
+		for _, h := range hosts {
+			taken[h] = true
+		}
+		all = append(all, hosts...)
+	}
+	return all, nil
+}
+
+// allocationsFor returns r's allocations on hosts over l's window, keeping the ids of
+// allocations r already had on the same hosts.
+func allocationsFor(l *climate.Lease, r *climate.Reservation, hosts []string) []climate.Allocation {
+	old := make(map[string]string, len(r.Allocations))
+	for _, a := range r.Allocations {
+		old[a.ResourceID] = a.ID
+	}
+	out := make([]climate.Allocation, 0, len(hosts))
+	for _, h := range hosts {
+		id := old[h]
+		if id == "" {
+			id = newID()
+		}
+		out = append(out, climate.Allocation{ID: id, ReservationID: r.ID, LeaseID: l.ID, ResourceID: h, Start: l.Start, End: l.End})
+	}
+	return out
+}
+
+// missing returns the elements of want that are absent from got.
+func missing(want, got []string) []string {
+	have := make(map[string]bool, len(got))
+	for _, g := range got {
+		have[g] = true
+	}
+	var out []string
+	for _, w := range want {
+		if !have[w] {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// UpdateLease changes a lease's name, dates, before_end date or reservations, following
+// Blazar's rules, and re-plans its hosts over the new window.
+func (m *Manager) UpdateLease(ctx context.Context, who climate.Identity, id string, u climate.LeaseUpdate) (*climate.Lease, error) {
+	if err := requireMember(who, "blazar:leases:put"); err != nil {
+		return nil, err
+	}
+	cur, err := m.GetLease(ctx, who, id)
+	if err != nil {
+		return nil, err
+	}
+	if !cur.Status.IsStable() {
+		return nil, climate.Errorf(climate.CodeConflict, "Lease %s is %s; it can be updated once that finishes", id, cur.Status)
+	}
+	now := m.now()
+	l := cloneLease(cur)
+	l.UpdatedAt = now
+	if u.Name != nil {
+		if *u.Name == "" {
+			return nil, invalid("Lease name must not be empty")
+		}
+		if len([]rune(*u.Name)) > maxLeaseName {
+			return nil, invalid("Lease name is too long: %d characters at most", maxLeaseName)
+		}
+		l.Name = *u.Name
+	}
+	renameOnly := !u.Start.IsSet() && !u.End.IsSet() && u.BeforeEnd == nil && len(u.Reservations) == 0
+	if renameOnly {
+		return l, m.commitUpdate(ctx, cur, l, false)
+	}
+	start, end := cur.Start, cur.End
+	if u.Start.IsSet() {
+		start = resolve(u.Start, now)
+	}
+	if u.End.IsSet() {
+		end = resolve(u.End, now)
+	}
+	minuteNow := now.Truncate(time.Minute)
+	started := cur.Event(climate.EventStartLease) == nil || cur.Event(climate.EventStartLease).Status != climate.EventUndone
+	switch {
+	case started && !start.Equal(cur.Start):
+		return nil, invalid("Cannot modify the start date of already started leases")
+	case !started && start.Before(minuteNow):
+		return nil, invalid("Start date must be later than current date")
+	case cur.Status == climate.LeaseTerminated || cur.End.Before(now):
+		return nil, invalid("Terminated leases can only be renamed")
+	case end.Before(minuteNow) || !end.After(start):
+		return nil, invalid("End date must be later than current and start date")
+	}
+	l.Start, l.End = start, end
+
+	// Reservation changes.
+	byID := make(map[string]*climate.Reservation, len(l.Reservations))
+	for i := range l.Reservations {
+		byID[l.Reservations[i].ID] = &l.Reservations[i]
+	}
+	var unknown []string
+	for _, rr := range u.Reservations {
+		if rr.ID == "" {
+			return nil, invalid("Missing parameter reservation ID")
+		}
+		if byID[rr.ID] == nil {
+			unknown = append(unknown, rr.ID)
+		}
+	}
+	if len(unknown) > 0 {
+		return nil, invalid("Please enter valid reservation IDs. Invalid reservation IDs are: %s", strings.Join(unknown, ", "))
+	}
+	for _, rr := range u.Reservations {
+		r := byID[rr.ID]
+		if rr.ResourceType != "" && rr.ResourceType != r.ResourceType {
+			return nil, climate.Errorf(climate.CodeConflict, "resource_type cannot be updated")
+		}
+		if rr.BeforeEnd != nil {
+			return nil, invalid("Malformed parameter before_end: it cannot be updated")
+		}
+		if rr.Min != nil {
+			r.Min = *rr.Min
+		}
+		if rr.Max != nil {
+			r.Max = *rr.Max
+		}
+		if rr.HypervisorProperties != nil {
+			r.HypervisorProperties = *rr.HypervisorProperties
+		}
+		if rr.ResourceProperties != nil {
+			r.ResourceProperties = *rr.ResourceProperties
+		}
+		if err := validateHostReservation(r); err != nil {
+			return nil, err
+		}
+		r.UpdatedAt = now
+	}
+
+	// Events follow the new dates; the before_end event keeps its distance from the end
+	// unless a new before_end_date is given.
+	for i := range l.Events {
+		e := &l.Events[i]
+		prev := e.Time
+		switch e.Type {
+		case climate.EventStartLease:
+			e.Time = start
+		case climate.EventEndLease:
+			e.Time = end
+		case climate.EventBeforeEndLease:
+			if u.BeforeEnd != nil {
+				e.Time = u.BeforeEnd.UTC().Truncate(time.Microsecond)
+			} else {
+				e.Time = end.Add(-cur.End.Sub(e.Time))
+			}
+			if e.Time.Before(start) {
+				e.Time = start
+			}
+			if e.Status == climate.EventDone && e.Time.After(now) {
+				e.Status = climate.EventUndone
+			}
+		}
+		if !e.Time.Equal(prev) {
+			e.UpdatedAt = now
+		}
+	}
+	if u.BeforeEnd != nil {
+		t := u.BeforeEnd.UTC().Truncate(time.Microsecond)
+		if !t.After(start) || !t.Before(end) {
+			return nil, invalid("Datetime is out of lease limits")
+		}
+		if l.Event(climate.EventBeforeEndLease) == nil {
+			l.Events = append(l.Events, climate.Event{ID: newID(), LeaseID: l.ID, Type: climate.EventBeforeEndLease, Time: t, Status: climate.EventUndone, CreatedAt: now})
+		}
+	}
+	return l, m.commitUpdate(ctx, cur, l, true)
+}
+
+// commitUpdate writes l over cur, re-planning hosts when replan is set. The write fails
+// with a conflict if the lease changed status meanwhile (an event fired).
+func (m *Manager) commitUpdate(ctx context.Context, cur, l *climate.Lease, replan bool) error {
+	write := func(tx climate.Tx) error {
+		now, err := tx.GetLease(ctx, l.ID)
+		if err != nil {
+			return err
+		}
+		if !sameProgress(now, cur) {
+			return climate.Errorf(climate.CodeConflict, "Lease %s changed status (now %s) while it was being updated; try again", l.ID, now.Status)
+		}
+		return tx.UpdateLease(ctx, l)
+	}
+	var err error
+	if replan {
+		current := make(map[string][]string, len(cur.Reservations))
+		for _, r := range cur.Reservations {
+			for _, a := range r.Allocations {
+				current[r.ID] = append(current[r.ID], a.ResourceID)
+			}
+		}
+		err = m.planAndCommit(ctx, l, current, write)
+	} else {
+		err = m.store.Update(ctx, write)
+	}
+	if err != nil {
+		return err
+	}
+	m.eventsChanged()
+	m.notify(ctx, "lease.update", l)
+	return nil
+}
+
+// DeleteLease deletes a lease with its reservations, allocations and events.
+func (m *Manager) DeleteLease(ctx context.Context, who climate.Identity, id string) error {
+	if err := requireMember(who, "blazar:leases:delete"); err != nil {
+		return err
+	}
+	var deleted *climate.Lease
+	err := m.store.Update(ctx, func(tx climate.Tx) error {
+		l, err := getOwnLease(ctx, tx, who, id)
+		if err != nil {
+			return err
+		}
+		for _, e := range l.Events {
+			if (e.Type == climate.EventStartLease || e.Type == climate.EventEndLease) && e.Status == climate.EventInProgress {
+				return climate.Errorf(climate.CodeConflict, "Lease %s is %s; it can be deleted once that finishes", id, l.Status)
+			}
+		}
+		deleted = l
+		return tx.DeleteLease(ctx, id)
+	})
+	if err != nil {
+		return err
+	}
+	m.eventsChanged()
+	m.notify(ctx, "lease.delete", deleted)
+	return nil
+}
+
+// cloneLease deep-copies a lease so an update can be built without touching the original.
+func cloneLease(l *climate.Lease) *climate.Lease {
+	c := *l
+	c.Events = append([]climate.Event(nil), l.Events...)
+	c.Reservations = make([]climate.Reservation, len(l.Reservations))
+	for i, r := range l.Reservations {
+		r.Allocations = append([]climate.Allocation(nil), r.Allocations...)
+		c.Reservations[i] = r
+	}
+	sort.SliceStable(c.Reservations, func(i, j int) bool { return c.Reservations[i].CreatedAt.Before(c.Reservations[j].CreatedAt) })
+	return &c
+}
+
+// sameProgress reports whether no event fired on the lease between two reads of it.
+func sameProgress(a, b *climate.Lease) bool {
+	if a.Status != b.Status || len(a.Events) != len(b.Events) {
+		return false
+	}
+	status := make(map[string]climate.EventStatus, len(a.Events))
+	for _, e := range a.Events {
+		status[e.ID] = e.Status
+	}
+	for _, e := range b.Events {
+		if status[e.ID] != e.Status {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,153 @@
+// Package manager holds Climate's use-cases: creating, changing and deleting leases and
+// inventory. Each write follows the same shape: validate, take a snapshot, plan outside
+// any transaction, then commit inside one write transaction that re-checks the plan
+// (inventory revision unchanged, chosen resources still free) and re-plans on conflict.
+package manager
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"sync"
+	"time"
+
+	"climate"
+)
+
+// Manager runs lease and inventory use-cases against a store.
+type Manager struct {
+	store climate.Store
+	clock climate.Clock
+	cfg   Config
+
+	mu        sync.Mutex
+	inventory *inventory // cached, keyed by the store's inventory revision
+}
+
+// Config tunes the manager.
+type Config struct {
+	// BeforeEnd is how long before a lease's end the before_end_lease event fires when the
+	// request names no before_end_date; 0 disables the default event. Blazar: 60 minutes.
+	BeforeEnd time.Duration
+	// EventsChanged, when set, is called after a commit that added or moved events, so the
+	// engine can wake up before its timer if an event is now due earlier.
+	EventsChanged func()
+	// Notify, when set, is told about lease changes (lease.create, lease.update, …).
+	Notify func(ctx context.Context, eventType string, l *climate.Lease)
+}
+
+// DefaultBeforeEnd is Blazar's default minutes_before_end_lease.
+const DefaultBeforeEnd = 60 * time.Minute
+
+// commitAttempts bounds re-planning when concurrent writers keep taking what we planned.
+const commitAttempts = 8
+
+// New returns a manager.
+func New(store climate.Store, clock climate.Clock, cfg Config) *Manager {
+	return &Manager{store: store, clock: clock, cfg: cfg}
+}
+
+// now returns the current time at the store's precision.
+func (m *Manager) now() time.Time { return m.clock.Now().UTC().Truncate(time.Microsecond) }
+
+func (m *Manager) eventsChanged() {
+	if m.cfg.EventsChanged != nil {
+		m.cfg.EventsChanged()
+	}
+}
+
+func (m *Manager) notify(ctx context.Context, eventType string, l *climate.Lease) {
+	if m.cfg.Notify != nil && l != nil {
+		m.cfg.Notify(ctx, eventType, l)
+	}
+}
+
+// inventory is the host list and the known property names at one store revision.
+type inventory struct {
+	revision   int64
+	hosts      []climate.Host
+	properties map[string]climate.ResourceProperty
+}
+
+// loadInventory returns the inventory as of tx, reusing the cache when the revision matches.
+func (m *Manager) loadInventory(ctx context.Context, tx climate.Tx) (*inventory, error) {
+	rev, err := tx.InventoryRevision(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	inv := m.inventory
+	m.mu.Unlock()
+	if inv != nil && inv.revision == rev {
+		return inv, nil
+	}
+	hosts, err := tx.ListHosts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	props, err := tx.ListResourceProperties(ctx, climate.ResourceTypeHost)
+	if err != nil {
+		return nil, err
+	}
+	inv = &inventory{revision: rev, hosts: hosts, properties: make(map[string]climate.ResourceProperty, len(props))}
+	for _, p := range props {
+		inv.properties[p.Name] = p
+	}
+	m.mu.Lock()
+	if m.inventory == nil || m.inventory.revision < rev {
+		m.inventory = inv
+	}
+	m.mu.Unlock()
+	return inv, nil
+}
+
+// newID returns a random UUID (version 4) string.
+func newID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand never fails on supported platforms
+	}
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+func forbidden(rule string) error {
+	return climate.Errorf(climate.CodeForbidden, "Policy doesn't allow %s to be performed.", rule)
+}
+
+// requireAdmin enforces Blazar's admin-only policies (inventory management).
+func requireAdmin(who climate.Identity, rule string) error {
+	if !who.IsAdmin() {
+		return forbidden(rule)
+	}
+	return nil
+}
+
+// hasRole reports whether who holds any of roles.
+func hasRole(who climate.Identity, roles ...string) bool {
+	for _, have := range who.Roles {
+		for _, want := range roles {
+			if have == want {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// requireReader enforces Blazar's project_reader_or_admin rule.
+func requireReader(who climate.Identity, rule string) error {
+	if !hasRole(who, "admin", "member", "reader") {
+		return forbidden(rule)
+	}
+	return nil
+}
+
+// requireMember enforces Blazar's project_member_or_admin rule.
+func requireMember(who climate.Identity, rule string) error {
+	if !hasRole(who, "admin", "member") {
+		return forbidden(rule)
+	}
+	return nil
+}
