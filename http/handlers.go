@@ -214,7 +214,7 @@ func (s *Server) setProperty(r *http.Request, who climate.Identity) (int, any, e
 	default:
 		return 0, nil, malformed("private", "true or false")
 	}
-	p, err := s.Hosts.SetHostPropertyPrivate(r.Context(), who, r.PathValue("name"), private)
+	p, err := s.Hosts.SetHostPropertyPrivate(r.Context(), who, r.PathValue("sub"), private)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -44,9 +44,22 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("/v1/os-hosts", s.methods(map[string]handler{"GET": s.listHosts, "POST": s.createHost}))
 	mux.Handle("/v1/os-hosts/allocations", s.methods(map[string]handler{"GET": s.listAllocations}))
 	mux.Handle("/v1/os-hosts/properties", s.methods(map[string]handler{"GET": s.listProperties}))
-	mux.Handle("/v1/os-hosts/properties/{name}", s.methods(map[string]handler{"PATCH": s.setProperty}))
 	mux.Handle("/v1/os-hosts/{id}", s.methods(map[string]handler{"GET": s.getHost, "PUT": s.updateHost, "DELETE": s.deleteHost}))
-	mux.Handle("/v1/os-hosts/{id}/allocation", s.methods(map[string]handler{"GET": s.getAllocation}))
+	// One pattern for both /os-hosts/properties/{name} and /os-hosts/{id}/allocation: the
+	// mux cannot tell which of the two is more specific.
+	setProperty := s.methods(map[string]handler{"PATCH": s.setProperty})
+	getAllocation := s.methods(map[string]handler{"GET": s.getAllocation})
+	notFound := s.methods(nil)
+	mux.HandleFunc("/v1/os-hosts/{id}/{sub}", func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.PathValue("id") == "properties":
+			setProperty.ServeHTTP(w, r)
+		case r.PathValue("sub") == "allocation":
+			getAllocation.ServeHTTP(w, r)
+		default:
+			notFound.ServeHTTP(w, r)
+		}
+	})
 	mux.Handle("/", s.methods(nil)) // unknown routes: 404 in Blazar's error shape
 	return s.middleware(mux)
 }

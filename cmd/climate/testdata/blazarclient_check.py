@@ -116,8 +116,8 @@ expect_error("unknown lease", 404, "not found", member.lease.get, "00000000-0000
 # Updates through the client's relative flags (they parse our date format).
 moved = member.lease.update(lease["id"], prolong_for="2h")
 check("update --prolong-for", moved["end_date"] == (tomorrow + datetime.timedelta(hours=6)).strftime("%Y-%m-%dT%H:%M:%S.%f"), moved)
-moved = member.lease.update(lease["id"], defer_by="1d")
-check("update --defer-by", moved["start_date"] == (tomorrow + datetime.timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%S.%f"), moved)
+moved = member.lease.update(lease["id"], defer_by="1h")
+check("update --defer-by", moved["start_date"] == (tomorrow + datetime.timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%S.%f"), moved)
 renamed = member.lease.update(lease["id"], name="renamed")
 check("update name", renamed["name"] == "renamed")
 shrunk = member.lease.update(lease["id"], reservations=[{"id": rid, "max": 1}])
