@@ -24,7 +24,7 @@ type server struct {
 }
 
 // startServer runs runServe in the background and returns once it listens.
-func startServer(t *testing.T, o serveOptions) *server {
+func startServer(t testing.TB, o serveOptions) *server {
 	t.Helper()
 	if o.dataDir == "" {
 		o.dataDir = t.TempDir()

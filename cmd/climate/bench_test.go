@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"climate/sqlite"
+	"climate/workload"
+)
+
+// BenchmarkCreateLeaseHTTP measures lease creation through a running server's HTTP API on
+// the blazar-90d book at H=1,000/R=10,000 (shared/bench/WORKLOAD.md): each request asks
+// for 10 hosts over the workload's next request window. Run with -benchtime=200x.
+func BenchmarkCreateLeaseHTTP(b *testing.B) {
+	for _, kind := range []string{"plain", "filtered"} {
+		b.Run(kind, func(b *testing.B) {
+			dir := b.TempDir()
+			st, err := sqlite.Open(context.Background(), filepath.Join(dir, "climate.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := workload.Load(context.Background(), st, workload.Generate(1000, 10000), nil); err != nil {
+				b.Fatal(err)
+			}
+			st.Close()
+			s := startServer(b, serveOptions{dataDir: dir}).url
+			props := `"hypervisor_properties": "", "resource_properties": ""`
+			if kind == "filtered" {
+				props = fmt.Sprintf(`"hypervisor_properties": %q, "resource_properties": %q`, workload.FilteredHypervisorProperties, workload.FilteredResourceProperties)
+			}
+			windows := workload.Windows(b.N)
+			latencies := make([]time.Duration, 0, b.N)
+			created, full := 0, 0
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				w := windows[i]
+				body := fmt.Sprintf(`{"name": "bench-%d", "start_date": %q, "end_date": %q, "reservations": [{"resource_type": "physical:host", "min": 10, "max": 10, %s}]}`,
+					i, w.Start.Format("2006-01-02 15:04"), w.End.Format("2006-01-02 15:04"), props)
+				t0 := time.Now()
+				resp, err := http.Post(s+"/v1/leases", "application/json", strings.NewReader(body))
+				if err != nil {
+					b.Fatal(err)
+				}
+				resp.Body.Close()
+				latencies = append(latencies, time.Since(t0))
+				switch resp.StatusCode {
+				case 201:
+					created++
+				case 409:
+					full++
+				default:
+					b.Fatalf("status %d", resp.StatusCode)
+				}
+			}
+			b.StopTimer()
+			sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
+			b.ReportMetric(float64(latencies[len(latencies)/2].Microseconds())/1000, "median-ms")
+			b.ReportMetric(float64(latencies[len(latencies)*99/100].Microseconds())/1000, "p99-ms")
+			b.ReportMetric(float64(created), "created")
+			b.ReportMetric(float64(full), "no-capacity")
+		})
+	}
+}
