@@ -3,12 +3,15 @@
 //
 //	[">=", "$memory_mb", "4096"]                      a comparison: ==, = (alias), !=, <, <=, >, >=
 //	["and", q1, q2, …]                                 all of (Blazar)
-//	["or", q1, …], ["not", q], ["in", "$k", [v, …]]    Climate's extensions; nesting is free
+//	["or", q1, …], ["not", q], ["in", "$k", [v, …]]    Climate's extensions
 //
-// "", "[]" and "null" match every host. Values compare as numbers when both sides are
-// numbers (Blazar compares strings, so "16" >= "4" is false there), as booleans when both
-// are true/false in any case, and as strings otherwise. A host lacking a property fails
-// every comparison on it.
+// Queries nest up to 32 levels. A value is a JSON string (Blazar) or, as an extension, a
+// number or boolean, which stands for its JSON text. "", "[]" and "null" match every host.
+//
+// Values compare as numbers when both sides are decimal numbers (Blazar compares strings,
+// so "16" >= "4" is false there), as booleans when both are true/false in any letter case
+// (only == and != hold for booleans), and otherwise as byte-wise strings. A host lacking a
+// property fails every comparison and "in" on it; "not" negates whatever its operand gives.
 package query
 
 import (
@@ -19,6 +22,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"climate"
 )
@@ -26,30 +30,56 @@ import (
 // maxDepth bounds nesting so a hostile query cannot exhaust the stack.
 const maxDepth = 32
 
-// Query is a parsed property query. A nil *Query matches everything.
+// maxEcho bounds how much of the input an error message repeats, in characters.
+const maxEcho = 200
+
+// Query is a parsed property query. It is immutable and safe for concurrent use.
+// A nil *Query matches everything.
 type Query struct {
-	root *node
+	root  *node  // nil: match all
+	canon string // String(), computed once
 }
 
-type kind int
+type op uint8
 
 const (
-	kindCompare kind = iota
-	kindAnd
-	kindOr
-	kindNot
-	kindIn
+	opEq op = iota
+	opNe
+	opLt
+	opLe
+	opGt
+	opGe
+	opAnd
+	opOr
+	opNot
+	opIn
 )
 
-type node struct {
-	kind   kind
-	op     string // comparison operator, "==" for "="
-	name   string // property name, without "$"
-	values []value
-	kids   []*node
+var opNames = [...]string{opEq: "==", opNe: "!=", opLt: "<", opLe: "<=", opGt: ">", opGe: ">=",
+	opAnd: "and", opOr: "or", opNot: "not", opIn: "in"}
+
+const operators = "==, =, !=, <, <=, >, >=, and, or, not, in"
+
+func lookupOp(s string) (op, bool) {
+	if s == "=" {
+		return opEq, true
+	}
+	for o, name := range opNames {
+		if name == s {
+			return op(o), true
+		}
+	}
+	return 0, false
 }
 
-// value is a query literal with its number and boolean readings parsed once.
+type node struct {
+	op     op
+	name   string  // property name without "$" (comparisons and "in")
+	values []value // one for a comparison, one or more for "in"
+	kids   []*node // operands of and, or, not
+}
+
+// value is a query literal or a host's value with its number and boolean readings.
 type value struct {
 	text   string
 	num    float64
@@ -65,19 +95,81 @@ func newValue(s string) value {
 	return v
 }
 
+// parseNumber reads s, less surrounding spaces, as a finite decimal number. It checks the
+// syntax and magnitude first so that strconv.ParseFloat is not called, and allocates no
+// error, for the common non-numeric host value or a huge one such as "1e400". Hexadecimal,
+// underscores, Inf and NaN are not numbers.
 func parseNumber(s string) (float64, bool) {
 	s = strings.TrimSpace(s)
-	if s == "" {
+	mag, ok := decimal(s)
+	if !ok || mag > 308 { // ≥ 1e309 overflows float64
 		return 0, false
 	}
 	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) { // err: out of range, 1.8e308 to 1e309
 		return 0, false
 	}
 	return f, true
 }
 
-func parseBool(s string) (bool, bool) {
+// decimal reports whether s is [+-]digits[.digits][(e|E)[+-]digits], where either side of
+// the point may be empty but not both, and if so the power of ten of its leading non-zero
+// digit (an arbitrary small number for zero).
+func decimal(s string) (mag int, ok bool) {
+	const zero = -1 << 40
+	i := 0
+	if i < len(s) && (s[i] == '+' || s[i] == '-') {
+		i++
+	}
+	digits, mag := 0, zero
+	for ; i < len(s) && '0' <= s[i] && s[i] <= '9'; i++ {
+		if mag == zero && s[i] != '0' {
+			mag = -i // the leading digit's index; its power is (end of integer part)-1-index
+		}
+		digits++
+	}
+	if mag != zero {
+		mag += i - 1
+	}
+	if i < len(s) && s[i] == '.' {
+		point := i
+		for i++; i < len(s) && '0' <= s[i] && s[i] <= '9'; i++ {
+			if mag == zero && s[i] != '0' {
+				mag = point - i
+			}
+			digits++
+		}
+	}
+	if digits == 0 {
+		return 0, false
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		neg := false
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			neg = s[i] == '-'
+			i++
+		}
+		exp, first := 0, i
+		for ; i < len(s) && '0' <= s[i] && s[i] <= '9'; i++ {
+			if exp < 1<<20 { // saturate: anything this large is out of range anyway
+				exp = exp*10 + int(s[i]-'0')
+			}
+		}
+		if i == first {
+			return 0, false
+		}
+		if neg {
+			exp = -exp
+		}
+		if mag != zero {
+			mag += exp
+		}
+	}
+	return mag, i == len(s)
+}
+
+func parseBool(s string) (b, ok bool) {
 	switch {
 	case strings.EqualFold(s, "true"):
 		return true, true
@@ -87,7 +179,9 @@ func parseBool(s string) (bool, bool) {
 	return false, false
 }
 
-// Parse parses a query string.
+// Parse parses a query string. "" (after trimming spaces), "[]" and "null" mean "match
+// everything". Every error is a *climate.Error with code climate.CodeInvalid whose message
+// reads "Malformed requirements <input>: <what is wrong>".
 func Parse(s string) (*Query, error) {
 	trimmed := strings.TrimSpace(s)
 	if trimmed == "" || trimmed == "null" {
@@ -99,12 +193,12 @@ func Parse(s string) (*Query, error) {
 	if err := dec.Decode(&raw); err != nil {
 		return nil, malformed(s, "invalid JSON: %v", err)
 	}
-	if dec.More() {
+	if rest := trimmed[dec.InputOffset():]; strings.TrimSpace(rest) != "" {
 		return nil, malformed(s, "unexpected data after the query")
 	}
 	list, ok := raw.([]any)
 	if !ok {
-		return nil, malformed(s, "a query must be a JSON list such as [\"==\", \"$name\", \"value\"]")
+		return nil, malformed(s, "a query must be a JSON list such as [\"==\", \"$name\", \"value\"], got %s", kindOf(raw))
 	}
 	if len(list) == 0 {
 		return &Query{}, nil
@@ -113,19 +207,15 @@ func Parse(s string) (*Query, error) {
 	if err != nil {
 		return nil, malformed(s, "%v", err)
 	}
-	return &Query{root: root}, nil
+	return newQuery(root), nil
 }
 
 func malformed(input, format string, args ...any) error {
-	if r := []rune(input); len(r) > 200 {
-		input = string(r[:200]) + "…"
+	if utf8.RuneCountInString(input) > maxEcho {
+		input = string([]rune(input)[:maxEcho]) + "…"
 	}
 	return climate.Errorf(climate.CodeInvalid, "Malformed requirements %s: %s", input, fmt.Sprintf(format, args...))
 }
-
-var comparisons = map[string]string{"==": "==", "=": "==", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
-
-const operators = "==, =, !=, <, <=, >, >=, and, or, not, in"
 
 func parseNode(list []any, depth int) (*node, error) {
 	if depth > maxDepth {
@@ -134,24 +224,28 @@ func parseNode(list []any, depth int) (*node, error) {
 	if len(list) == 0 {
 		return nil, fmt.Errorf("an empty list is only allowed as the whole query")
 	}
-	op, ok := list[0].(string)
+	name, ok := list[0].(string)
 	if !ok {
 		return nil, fmt.Errorf("the first element of %s must be an operator (one of %s)", show(list), operators)
 	}
-	switch op {
-	case "and", "or", "not":
+	o, ok := lookupOp(name)
+	if !ok {
+		return nil, fmt.Errorf("unknown operator %q (expected one of %s)", name, operators)
+	}
+	switch o {
+	case opAnd, opOr, opNot:
 		args := list[1:]
 		if len(args) == 0 {
-			return nil, fmt.Errorf("%q needs at least one operand", op)
+			return nil, fmt.Errorf("%q needs at least one operand", name)
 		}
-		if op == "not" && len(args) != 1 {
+		if o == opNot && len(args) != 1 {
 			return nil, fmt.Errorf("\"not\" takes exactly one operand, got %d", len(args))
 		}
-		n := &node{kind: map[string]kind{"and": kindAnd, "or": kindOr, "not": kindNot}[op]}
+		n := &node{op: o, kids: make([]*node, 0, len(args))}
 		for _, a := range args {
 			sub, ok := a.([]any)
 			if !ok {
-				return nil, fmt.Errorf("operands of %q must be queries (lists), got %s", op, show(a))
+				return nil, fmt.Errorf("operands of %q must be queries (lists), got %s", name, show(a))
 			}
 			kid, err := parseNode(sub, depth+1)
 			if err != nil {
@@ -160,11 +254,11 @@ func parseNode(list []any, depth int) (*node, error) {
 			n.kids = append(n.kids, kid)
 		}
 		return n, nil
-	case "in":
+	case opIn:
 		if len(list) != 3 {
-			return nil, fmt.Errorf("\"in\" takes a property and a list of values: [\"in\", \"$name\", [\"a\", \"b\"]]")
+			return nil, fmt.Errorf("\"in\" takes a property and a list of values: [\"in\", \"$name\", [\"a\", \"b\"]], got %d elements", len(list))
 		}
-		name, err := propertyName(list[1])
+		prop, err := propertyName(list[1])
 		if err != nil {
 			return nil, err
 		}
@@ -172,9 +266,9 @@ func parseNode(list []any, depth int) (*node, error) {
 		if !ok || len(items) == 0 {
 			return nil, fmt.Errorf("\"in\" needs a non-empty list of values, got %s", show(list[2]))
 		}
-		n := &node{kind: kindIn, name: name}
+		n := &node{op: opIn, name: prop, values: make([]value, 0, len(items))}
 		for _, it := range items {
-			v, err := literal(it, true)
+			v, err := literal(name, it)
 			if err != nil {
 				return nil, err
 			}
@@ -182,22 +276,18 @@ func parseNode(list []any, depth int) (*node, error) {
 		}
 		return n, nil
 	}
-	canon, ok := comparisons[op]
-	if !ok {
-		return nil, fmt.Errorf("unknown operator %q (expected one of %s)", op, operators)
-	}
 	if len(list) != 3 {
-		return nil, fmt.Errorf("a comparison has three elements [%q, \"$name\", \"value\"], got %d", op, len(list))
+		return nil, fmt.Errorf("a comparison has three elements [%q, \"$name\", \"value\"], got %d", name, len(list))
 	}
-	name, err := propertyName(list[1])
+	prop, err := propertyName(list[1])
 	if err != nil {
 		return nil, err
 	}
-	v, err := literal(list[2], canon == "==" || canon == "!=")
+	v, err := literal(name, list[2])
 	if err != nil {
 		return nil, err
 	}
-	return &node{kind: kindCompare, op: canon, name: name, values: []value{v}}, nil
+	return &node{op: o, name: prop, values: []value{v}}, nil
 }
 
 func propertyName(x any) (string, error) {
@@ -211,12 +301,13 @@ func propertyName(x any) (string, error) {
 	return s[1:], nil
 }
 
-// literal reads a value: a string (Blazar), or a number or boolean (extension).
-func literal(x any, allowEmpty bool) (value, error) {
+// literal reads a value of operator opName: a string (Blazar), or a number or boolean
+// (extension). Only equality ("==", "=", "!=", "in") accepts the empty string.
+func literal(opName string, x any) (value, error) {
 	switch v := x.(type) {
 	case string:
-		if v == "" && !allowEmpty {
-			return value{}, fmt.Errorf("an ordering comparison needs a non-empty value")
+		if v == "" && opName != "==" && opName != "=" && opName != "!=" && opName != "in" {
+			return value{}, fmt.Errorf("%q needs a non-empty value", opName)
 		}
 		return newValue(v), nil
 	case json.Number:
@@ -235,10 +326,25 @@ func show(x any) string {
 	return string(b)
 }
 
-// MatchAll reports whether q matches every host.
+func kindOf(x any) string {
+	switch x.(type) {
+	case map[string]any:
+		return "an object"
+	case string:
+		return "a string"
+	case json.Number:
+		return "a number"
+	case bool:
+		return "a boolean"
+	}
+	return show(x)
+}
+
+// MatchAll reports whether q matches every host (empty query).
 func (q *Query) MatchAll() bool { return q == nil || q.root == nil }
 
-// Properties returns the distinct property names the query uses (without "$"), sorted.
+// Properties returns the distinct property names the query references (without the
+// "$"), sorted; nil for an empty query.
 func (q *Query) Properties() []string {
 	if q.MatchAll() {
 		return nil
@@ -263,7 +369,7 @@ func (q *Query) Properties() []string {
 }
 
 // Match evaluates the query against a host; get returns a property's value and whether
-// the host has it.
+// the host has it. Match itself does not allocate.
 func (q *Query) Match(get func(name string) (string, bool)) bool {
 	if q.MatchAll() {
 		return true
@@ -272,58 +378,72 @@ func (q *Query) Match(get func(name string) (string, bool)) bool {
 }
 
 func (n *node) match(get func(string) (string, bool)) bool {
-	switch n.kind {
-	case kindAnd:
+	switch n.op {
+	case opAnd:
 		for _, k := range n.kids {
 			if !k.match(get) {
 				return false
 			}
 		}
 		return true
-	case kindOr:
+	case opOr:
 		for _, k := range n.kids {
 			if k.match(get) {
 				return true
 			}
 		}
 		return false
-	case kindNot:
+	case opNot:
 		return !n.kids[0].match(get)
 	}
-	have, ok := get(n.name)
+	text, ok := get(n.name)
 	if !ok {
 		return false
 	}
-	if n.kind == kindIn {
-		for _, v := range n.values {
-			if compare(have, "==", v) {
+	have := newValue(text)
+	if n.op == opIn {
+		for i := range n.values {
+			if compare(&have, opEq, &n.values[i]) {
 				return true
 			}
 		}
 		return false
 	}
-	return compare(have, n.op, n.values[0])
+	return compare(&have, n.op, &n.values[0])
 }
 
-// compare evaluates "have op want" with numeric, then boolean, then string semantics.
-func compare(have, op string, want value) bool {
-	if want.isNum {
-		if h, ok := parseNumber(have); ok {
-			return order(cmpFloat(h, want.num), op)
+// compare evaluates "have o want" with numeric, then boolean, then string semantics.
+func compare(have *value, o op, want *value) bool {
+	var c int
+	switch {
+	case have.isNum && want.isNum:
+		c = cmpFloat(have.num, want.num)
+	case have.isBool && want.isBool:
+		switch o {
+		case opEq:
+			return have.boolv == want.boolv
+		case opNe:
+			return have.boolv != want.boolv
 		}
+		return false
+	default:
+		c = strings.Compare(have.text, want.text)
 	}
-	if want.isBool {
-		if h, ok := parseBool(have); ok {
-			switch op {
-			case "==":
-				return h == want.boolv
-			case "!=":
-				return h != want.boolv
-			}
-			return false
-		}
+	switch o {
+	case opEq:
+		return c == 0
+	case opNe:
+		return c != 0
+	case opLt:
+		return c < 0
+	case opLe:
+		return c <= 0
+	case opGt:
+		return c > 0
+	case opGe:
+		return c >= 0
 	}
-	return order(strings.Compare(have, want.text), op)
+	return false
 }
 
 func cmpFloat(a, b float64) int {
@@ -336,87 +456,82 @@ func cmpFloat(a, b float64) int {
 	return 0
 }
 
-func order(c int, op string) bool {
-	switch op {
-	case "==":
-		return c == 0
-	case "!=":
-		return c != 0
-	case "<":
-		return c < 0
-	case "<=":
-		return c <= 0
-	case ">":
-		return c > 0
-	case ">=":
-		return c >= 0
-	}
-	return false
-}
-
-// And combines queries into one that matches when all do; nil and empty ones are dropped.
+// And combines queries (nil-safe; empty queries dropped) into one that matches when all
+// match. A single remaining query is returned as is; "and" operands are flattened into the
+// result. The result may nest one level deeper than its operands.
 func And(qs ...*Query) *Query {
-	var kids []*node
+	var live []*Query
 	for _, q := range qs {
 		if !q.MatchAll() {
-			kids = append(kids, q.root)
+			live = append(live, q)
 		}
 	}
-	switch len(kids) {
+	switch len(live) {
 	case 0:
 		return &Query{}
 	case 1:
-		return &Query{root: kids[0]}
+		return live[0]
 	}
-	return &Query{root: &node{kind: kindAnd, kids: kids}}
+	root := &node{op: opAnd}
+	for _, q := range live {
+		if q.root.op == opAnd {
+			root.kids = append(root.kids, q.root.kids...)
+		} else {
+			root.kids = append(root.kids, q.root)
+		}
+	}
+	return newQuery(root)
 }
 
-// String returns the query's canonical JSON form ("[]" for match-all), usable as a key to
-// group or cache by query.
+func newQuery(root *node) *Query {
+	var b bytes.Buffer
+	root.write(&b)
+	return &Query{root: root, canon: b.String()}
+}
+
+// String returns a canonical JSON form of the query ("[]" for an empty one): "=" becomes
+// "==", values become JSON strings, and elements are separated by ", ". Queries with the
+// same String match the same hosts, so it serves to group hosts or cache by query.
 func (q *Query) String() string {
 	if q.MatchAll() {
 		return "[]"
 	}
-	var b bytes.Buffer
-	q.root.write(&b)
-	return b.String()
+	return q.canon
 }
 
 func (n *node) write(b *bytes.Buffer) {
-	str := func(s string) {
-		// No HTML escaping: the canonical form is meant to be read ("<", not "\u003c").
-		var j bytes.Buffer
-		enc := json.NewEncoder(&j)
-		enc.SetEscapeHTML(false)
-		_ = enc.Encode(s)
-		b.Write(bytes.TrimSuffix(j.Bytes(), []byte("\n")))
-	}
 	b.WriteByte('[')
-	switch n.kind {
-	case kindAnd, kindOr, kindNot:
-		str(map[kind]string{kindAnd: "and", kindOr: "or", kindNot: "not"}[n.kind])
+	writeString(b, opNames[n.op])
+	switch n.op {
+	case opAnd, opOr, opNot:
 		for _, k := range n.kids {
 			b.WriteString(", ")
 			k.write(b)
 		}
-	case kindIn:
-		str("in")
+	case opIn:
 		b.WriteString(", ")
-		str("$" + n.name)
+		writeString(b, "$"+n.name)
 		b.WriteString(", [")
 		for i, v := range n.values {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			str(v.text)
+			writeString(b, v.text)
 		}
 		b.WriteByte(']')
 	default:
-		str(n.op)
 		b.WriteString(", ")
-		str("$" + n.name)
+		writeString(b, "$"+n.name)
 		b.WriteString(", ")
-		str(n.values[0].text)
+		writeString(b, n.values[0].text)
 	}
 	b.WriteByte(']')
+}
+
+// writeString writes s as a JSON string without HTML escaping ("<", not "\u003c").
+func writeString(b *bytes.Buffer, s string) {
+	enc := json.NewEncoder(b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)       // a string always encodes
+	b.Truncate(b.Len() - 1) // Encode's trailing newline
 }
