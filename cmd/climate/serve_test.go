@@ -151,17 +151,20 @@ func TestEnvironmentSetsFlags(t *testing.T) {
 	}
 }
 
-// Leases and their events live in the database: a lease created before a restart is still
-// there after it, and its start fires once the server runs again.
+// Leases and their events live in the database: a lease created by an API-only server (no
+// engine, so nothing fires) starts once a full server runs on the same data.
 func TestLeaseSurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
-	s := startServer(t, serveOptions{dataDir: dir})
+	s := startServer(t, serveOptions{dataDir: dir, role: "api"})
 	post(t, s.url+"/v1/os-hosts", `{"name": "n1"}`, 201)
-	start := time.Now().UTC().Add(2 * time.Second).Format("2006-01-02 15:04:05")
+	start := time.Now().UTC().Add(time.Second).Format(time.RFC3339Nano)
 	end := time.Now().UTC().Add(time.Hour).Format("2006-01-02 15:04:05")
 	body := post(t, s.url+"/v1/leases", `{"name": "r", "start_date": "`+start+`", "end_date": "`+end+`",
 		"reservations": [{"resource_type": "physical:host", "min": 1, "max": 1, "hypervisor_properties": "", "resource_properties": ""}]}`, 201)
 	id := body["lease"].(map[string]any)["id"].(string)
+	if st := get(t, s.url+"/v1/leases/"+id)["lease"].(map[string]any)["status"]; st != "PENDING" {
+		t.Fatalf("status %v before any engine ran", st)
+	}
 	if err := s.stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -235,5 +238,28 @@ func TestBlazarClient(t *testing.T) {
 	}
 	if !strings.Contains(string(out), " passed, 0 failed") {
 		t.Fatal("the checks did not report a result")
+	}
+}
+
+func TestMigrateAndVersion(t *testing.T) {
+	dir := t.TempDir()
+	for i := 0; i < 2; i++ { // migrating twice is a no-op the second time
+		var out bytes.Buffer
+		cmd := newRootCmd()
+		cmd.SetOut(&out)
+		cmd.SetArgs([]string{"migrate", "--data-dir", dir})
+		if err := cmd.Execute(); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out.String(), "Database "+filepath.Join(dir, "climate.db")+" is up to date") {
+			t.Fatalf("migrate printed %q", out.String())
+		}
+	}
+	var out bytes.Buffer
+	cmd := newRootCmd()
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"version"})
+	if err := cmd.Execute(); err != nil || !strings.HasPrefix(out.String(), "climate ") {
+		t.Fatalf("version: %v %q", err, out.String())
 	}
 }
