@@ -3,6 +3,8 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -47,7 +49,8 @@ func newHarness(t *testing.T, actions engine.Actions) *harness {
 
 // start runs the engine until the test ends.
 func (h *harness) start() {
-	h.eng = engine.New(h.store, h.clock, engine.Config{Actions: h.actions, Observe: func(r engine.Report) { h.reports <- r }})
+	h.eng = engine.New(h.store, h.clock, engine.Config{Actions: h.actions, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Observe: func(r engine.Report) { h.reports <- r }})
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel, h.done = cancel, make(chan struct{})
 	go func() { defer close(h.done); _ = h.eng.Run(ctx) }()
