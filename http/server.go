@@ -12,6 +12,7 @@ import (
 	"mime"
 	"net/http"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 
@@ -75,11 +76,18 @@ func (s *Server) methods(byMethod map[string]handler) http.Handler {
 			return
 		}
 		h, ok := byMethod[r.Method]
+		if !ok && r.Method == http.MethodHead {
+			h, ok = byMethod[http.MethodGet] // the server sends no body for HEAD
+		}
 		if !ok {
-			allowed := make([]string, 0, len(byMethod))
+			allowed := make([]string, 0, len(byMethod)+1)
 			for m := range byMethod {
 				allowed = append(allowed, m)
 			}
+			if byMethod[http.MethodGet] != nil {
+				allowed = append(allowed, http.MethodHead)
+			}
+			sort.Strings(allowed)
 			w.Header().Set("Allow", strings.Join(allowed, ", "))
 			s.writeErrorStatus(w, r, http.StatusMethodNotAllowed, fmt.Sprintf("Method %s is not allowed on %s.", r.Method, r.URL.Path))
 			return
@@ -137,12 +145,23 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 			}
 		}
 		r.Body = http.MaxBytesReader(rec, r.Body, MaxBodyBytes)
+		if uncleanPath(r.URL.Path) {
+			// ServeMux would redirect these with an HTML body; answer in the API's shape.
+			s.writeError(rec, r, climate.Errorf(climate.CodeNotFound, "The resource %s could not be found.", r.URL.Path))
+			return
+		}
 		if strings.HasSuffix(r.URL.Path, ".json") {
 			r.URL.Path = strings.TrimSuffix(r.URL.Path, ".json")
 			r.URL.RawPath = ""
 		}
 		next.ServeHTTP(rec, r)
 	})
+}
+
+// uncleanPath reports paths with empty, "." or ".." segments.
+func uncleanPath(p string) bool {
+	return strings.Contains(p, "//") || strings.Contains(p, "/./") || strings.Contains(p, "/../") ||
+		strings.HasSuffix(p, "/.") || strings.HasSuffix(p, "/..")
 }
 
 type statusRecorder struct {
@@ -186,6 +205,7 @@ func checkMicroversion(header string) *versionError {
 func (s *Server) versions(v1Only bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
 			s.writeErrorStatus(w, r, http.StatusMethodNotAllowed, fmt.Sprintf("Method %s is not allowed on %s.", r.Method, r.URL.Path))
 			return
 		}

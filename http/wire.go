@@ -48,7 +48,9 @@ func parseDate(s string) (climate.Date, bool) {
 		return climate.Date{Now: true}, true
 	}
 	for _, layout := range dateLayouts {
-		if t, err := time.ParseInLocation(layout, s, time.UTC); err == nil {
+		// The zero time is refused: climate.Date reads it as "not given", so it would be
+		// reported missing on create and silently ignored on update.
+		if t, err := time.ParseInLocation(layout, s, time.UTC); err == nil && !t.IsZero() {
 			return climate.Date{Time: t.UTC()}, true
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"climate"
 	"climate/query"
@@ -30,7 +32,7 @@ func (m *Manager) CreateHost(ctx context.Context, who climate.Identity, fields m
 	h := &climate.Host{HypervisorHostname: name, ServiceName: name, Reservable: true, Extra: map[string]string{}, CreatedAt: now}
 	rest := make(map[string]string, len(fields))
 	for k, v := range fields {
-		if k != "name" && k != "id" {
+		if k != "name" {
 			rest[k] = v
 		}
 	}
@@ -82,8 +84,8 @@ func applyHostFields(h *climate.Host, fields map[string]string) error {
 			if len(k) > maxCapabilityKey {
 				return invalid("Extra capability key too long")
 			}
-			if k == "" || strings.ContainsAny(k, " \t\n\"$") {
-				return invalid("Malformed parameter %q: an extra capability name must be non-empty without spaces, quotes or $", k)
+			if !validCapabilityName(k) {
+				return invalid("Malformed parameter %q: an extra capability name must be non-empty, printable, without spaces, quotes or $", k)
 			}
 			h.Extra[k] = v
 		}
@@ -92,6 +94,18 @@ func applyHostFields(h *climate.Host, fields map[string]string) error {
 		}
 	}
 	return nil
+}
+
+func validCapabilityName(k string) bool {
+	if k == "" || !utf8.ValidString(k) {
+		return false
+	}
+	for _, r := range k {
+		if !unicode.IsPrint(r) || unicode.IsSpace(r) || r == '"' || r == '$' {
+			return false
+		}
+	}
+	return true
 }
 
 func nonNegativeInt(name, v string) (int, error) {

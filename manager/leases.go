@@ -366,6 +366,9 @@ func (m *Manager) UpdateLease(ctx context.Context, who climate.Identity, id stri
 	if !cur.Status.IsStable() {
 		return nil, climate.Errorf(climate.CodeConflict, "Lease %s is %s; it can be updated once that finishes", id, cur.Status)
 	}
+	if u.Name == nil && !u.Start.IsSet() && !u.End.IsSet() && u.BeforeEnd == nil && len(u.Reservations) == 0 {
+		return cur, nil // nothing to change: no write, no new updated_at
+	}
 	now := m.now()
 	l := cloneLease(cur)
 	l.UpdatedAt = now

@@ -192,6 +192,10 @@ func TestUpdateLeaseRules(t *testing.T) {
 		t.Fatal("setup")
 	}
 
+	// An empty update changes nothing, not even updated_at.
+	if same, err := m.UpdateLease(ctx, alice, l.ID, climate.LeaseUpdate{}); err != nil || !same.UpdatedAt.IsZero() {
+		t.Fatalf("empty update: %v, updated_at %s", err, same.UpdatedAt)
+	}
 	// Extending into the other lease's window leaves no free host: 409, nothing changed.
 	_, err := m.UpdateLease(ctx, alice, l.ID, climate.LeaseUpdate{End: at(5*time.Hour + time.Minute)})
 	wantCode(t, err, climate.CodeConflict, "Not enough hosts available")

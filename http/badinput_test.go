@@ -1,0 +1,419 @@
+package http_test
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	climatehttp "climate/http"
+)
+
+// validRes and validLease are accepted as they are: the bad-input cases each break one
+// thing about them, so that the one thing is what the API must reject.
+const (
+	validRes   = `{"resource_type": "physical:host", "min": 1, "max": 1, "hypervisor_properties": "", "resource_properties": ""}`
+	validLease = `{"name": "ok", "start_date": "2026-11-22 10:00", "end_date": "2026-11-23 10:00",
+		"reservations": [` + validRes + `], "events": []}`
+)
+
+// leaseWith is validLease with patch's keys replaced ("<delete>" removes a key).
+func leaseWith(patch string) string { return patchJSON(validLease, patch) }
+
+// resWith is validLease whose one reservation has patch's keys replaced.
+func resWith(patch string) string {
+	return patchJSON(validLease, `{"reservations": [`+patchJSON(validRes, patch)+`]}`)
+}
+
+// seed registers three hosts (1 and 3 with gpu=true) and books two leases over
+// [2026-11-22 10:00, 2026-11-23 10:00): the admin's on a gpu host (host 1) and alice's on
+// any host (host 2), leaving host 3 free. It returns the ids as template variables.
+func seed(e *env) map[string]string {
+	e.t.Helper()
+	for _, body := range []string{
+		`{"name": "compute-1", "vcpus": 32, "memory_mb": 131072, "gpu": "true", "rack": "r1"}`,
+		`{"name": "compute-2", "vcpus": 16, "memory_mb": 65536, "gpu": "false", "rack": "r1"}`,
+		`{"name": "compute-3", "vcpus": 64, "memory_mb": 262144, "gpu": "true", "rack": "r2"}`,
+	} {
+		e.mustDo(call{method: "POST", path: "/v1/os-hosts", body: body}, http.StatusCreated)
+	}
+	l1 := e.mustDo(call{method: "POST", path: "/v1/leases", body: resWith(`{"resource_properties": "[\"==\", \"$gpu\", \"true\"]"}`)}, http.StatusCreated)
+	l2 := e.mustDo(call{method: "POST", path: "/v1/leases", body: validLease, header: asAlice}, http.StatusCreated)
+	return map[string]string{
+		"lease": lookup(e.t, l1, "lease.id"), "res": lookup(e.t, l1, "lease.reservations.0.id"),
+		"alease": lookup(e.t, l2, "lease.id"), "ares": lookup(e.t, l2, "lease.reservations.0.id"),
+	}
+}
+
+// state is everything a request could change, as the admin sees it.
+func (e *env) state(vars map[string]string) string {
+	e.t.Helper()
+	return e.snapshot(nil, "/v1/leases", "/v1/os-hosts", "/v1/os-hosts/properties?detail=True&all=True",
+		expand(e.t, "/v1/os-hosts/allocations?lease_id={{lease}}", vars), "/v1/os-hosts/allocations")
+}
+
+// snapshot GETs paths with header and returns the statuses and bodies, one line each.
+func (e *env) snapshot(header map[string]string, paths ...string) string {
+	e.t.Helper()
+	var b strings.Builder
+	for _, path := range paths {
+		r := e.do(call{method: "GET", path: path, header: header})
+		fmt.Fprintf(&b, "%s %d %s\n", path, r.status, r.body)
+	}
+	return b.String()
+}
+
+// stateDiff describes the first difference between two states.
+func stateDiff(before, after string) string {
+	bl, al := strings.Split(before, "\n"), strings.Split(after, "\n")
+	for i := range bl {
+		if i >= len(al) || bl[i] == al[i] {
+			continue
+		}
+		j := 0
+		for j < len(bl[i]) && j < len(al[i]) && bl[i][j] == al[i][j] {
+			j++
+		}
+		from := max(0, j-150)
+		path, _, _ := strings.Cut(bl[i], " ")
+		return fmt.Sprintf("GET %s differs at byte %d:\nbefore: …%s\nafter:  …%s", path, j, bl[i][from:min(len(bl[i]), j+100)], al[i][from:min(len(al[i]), j+100)])
+	}
+	return "states differ"
+}
+
+type badCase struct {
+	name string
+	call
+	status int
+	msg    []string // substrings of error_message
+}
+
+func badCases() []badCase {
+	post := func(name, body string, status int, msg ...string) badCase {
+		return badCase{name: name, call: call{method: "POST", path: "/v1/leases", body: body}, status: status, msg: msg}
+	}
+	put := func(name, body string, status int, msg ...string) badCase {
+		return badCase{name: name, call: call{method: "PUT", path: "/v1/leases/{{lease}}", body: body}, status: status, msg: msg}
+	}
+	req := func(name, method, path, body string, header map[string]string, status int, msg ...string) badCase {
+		return badCase{name: name, call: call{method: method, path: path, body: body, header: header}, status: status, msg: msg}
+	}
+	huge := `{"name": "` + strings.Repeat("x", climatehttp.MaxBodyBytes) + `"}`
+	return []badCase{
+		// Bodies that are not a JSON object.
+		post("invalid JSON", `{"name": `, 400, "Malformed request body", "invalid JSON"),
+		post("invalid JSON token", `{name: "x"}`, 400, "Malformed request body", "invalid JSON"),
+		post("trailing data", validLease+` {}`, 400, "Malformed request body"),
+		post("array body", `[`+validLease+`]`, 400, "must be a JSON object"),
+		post("null body", `null`, 400, "must be a JSON object"),
+		post("string body", `"lease"`, 400, "must be a JSON object"),
+		post("number body", `5`, 400, "must be a JSON object"),
+
+		// Wrong types.
+		post("name number", leaseWith(`{"name": 5}`), 400, "Malformed parameter name"),
+		post("name object", leaseWith(`{"name": {}}`), 400, "Malformed parameter name"),
+		post("min string", resWith(`{"min": "x"}`), 400, "Malformed parameter min"),
+		post("min float", resWith(`{"min": 1.5}`), 400, "Malformed parameter min"),
+		post("min exponent", resWith(`{"min": 1e100}`), 400, "Malformed parameter min"),
+		post("min bool", resWith(`{"min": true}`), 400, "Malformed parameter min"),
+		post("min too big", resWith(`{"min": 2147483648, "max": 2147483648}`), 400, "Malformed parameter min"),
+		post("max list", resWith(`{"max": [1]}`), 400, "Malformed parameter max"),
+		post("reservations object", leaseWith(`{"reservations": {}}`), 400, "Malformed parameter reservations"),
+		post("reservations number item", leaseWith(`{"reservations": [5]}`), 400, "Malformed parameter reservations"),
+		post("reservations null item", leaseWith(`{"reservations": [null]}`), 400, "Malformed parameter reservations"),
+		post("reservations string", leaseWith(`{"reservations": "physical:host"}`), 400, "Malformed parameter reservations"),
+		post("hypervisor_properties number", resWith(`{"hypervisor_properties": 5}`), 400, "Malformed parameter hypervisor_properties"),
+		post("resource_properties object", resWith(`{"resource_properties": {"gpu": true}}`), 400, "Malformed parameter resource_properties"),
+		post("resource_type number", resWith(`{"resource_type": 5}`), 400, "Malformed parameter resource_type"),
+		post("before_end number", resWith(`{"before_end": 5}`), 400, "Malformed parameter before_end"),
+		post("before_end unknown", resWith(`{"before_end": "later"}`), 400, "Malformed parameter before_end"),
+		post("events item", leaseWith(`{"events": [{}]}`), 400, "User-defined events are not supported"),
+		post("events user event", leaseWith(`{"events": [{"event_type": "start_lease", "event_date": "2026-11-22 10:00"}]}`), 400, "User-defined events"),
+		post("events object", leaseWith(`{"events": {}}`), 400, "Malformed parameter events"),
+		post("before_end_date number", leaseWith(`{"before_end_date": 5}`), 400, "Malformed parameter before_end_date"),
+
+		// Missing keys.
+		post("missing name", leaseWith(`{"name": "<delete>"}`), 400, "Missing parameter name"),
+		post("null name", leaseWith(`{"name": null}`), 400, "Missing parameter name"),
+		post("empty name", leaseWith(`{"name": ""}`), 400, "Missing parameter name"),
+		post("name too long", leaseWith(`{"name": "`+strings.Repeat("n", 81)+`"}`), 400, "too long"),
+		post("missing start_date", leaseWith(`{"start_date": "<delete>"}`), 400, "Missing parameter start_date"),
+		post("missing end_date", leaseWith(`{"end_date": "<delete>"}`), 400, "Missing parameter end_date"),
+		post("missing resource_type", resWith(`{"resource_type": "<delete>"}`), 400, "Missing parameter resource_type"),
+		post("missing min", resWith(`{"min": "<delete>"}`), 400, "Missing parameter min"),
+		post("missing max", resWith(`{"max": "<delete>"}`), 400, "Missing parameter max"),
+		post("empty body", ``, 400, "Missing parameter name"),
+
+		// Bad dates.
+		post("bogus start_date", leaseWith(`{"start_date": "Bogus-date 13:13"}`), 400, "Bogus-date 13:13 is an invalid date", "Required format"),
+		post("month 13", leaseWith(`{"start_date": "2026-13-01 10:00"}`), 400, "2026-13-01 10:00 is an invalid date"),
+		post("start_date number", leaseWith(`{"start_date": 12345}`), 400, "Malformed parameter start_date"),
+		post("empty start_date", leaseWith(`{"start_date": ""}`), 400, "is an invalid date"),
+		post("date without time", leaseWith(`{"start_date": "2026-11-22"}`), 400, "2026-11-22 is an invalid date"),
+		post("year 1 start_date", leaseWith(`{"start_date": "0001-01-01 00:00"}`), 400, "0001-01-01 00:00"),
+		post("bogus end_date", leaseWith(`{"end_date": "tomorrow"}`), 400, "tomorrow is an invalid date"),
+		post("end before start", leaseWith(`{"end_date": "2026-11-22 09:00"}`), 400, "End date must be later than start date"),
+		post("end equals start", leaseWith(`{"end_date": "2026-11-22 10:00"}`), 400, "End date must be later than start date"),
+		post("end now", leaseWith(`{"start_date": "now", "end_date": "now"}`), 400, "End date must be later than start date"),
+		post("start in the past", leaseWith(`{"start_date": "2026-11-21 09:59"}`), 400, "Start date must be later than current date"),
+		post("start in the past RFC 3339", leaseWith(`{"start_date": "2026-11-21T10:30:00+02:00"}`), 400, "Start date must be later than current date"),
+		post("before_end_date after end", leaseWith(`{"before_end_date": "2026-11-23 11:00"}`), 400, "Datetime is out of lease limits"),
+		post("before_end_date at end", leaseWith(`{"before_end_date": "2026-11-23 10:00"}`), 400, "Datetime is out of lease limits"),
+		post("before_end_date before start", leaseWith(`{"before_end_date": "2026-11-22 09:00"}`), 400, "Datetime is out of lease limits"),
+		post("before_end_date at start", leaseWith(`{"before_end_date": "2026-11-22 10:00"}`), 400, "Datetime is out of lease limits"),
+		post("before_end_date now", leaseWith(`{"before_end_date": "now"}`), 400, "before_end_date cannot be \"now\""),
+		post("before_end_date bogus", leaseWith(`{"before_end_date": "soon"}`), 400, "soon is an invalid date"),
+
+		// Property queries.
+		post("query missing value", resWith(`{"resource_properties": "[\"==\", \"gpu\"]"}`), 400, "Malformed requirements"),
+		post("query unknown operator", resWith(`{"resource_properties": "[\"~\", \"$a\", \"1\"]"}`), 400, "Malformed requirements"),
+		post("query not json", resWith(`{"resource_properties": "not json"}`), 400, "Malformed requirements"),
+		post("query object", resWith(`{"hypervisor_properties": "{\"gpu\": true}"}`), 400, "Malformed requirements"),
+		post("query bare array", resWith(`{"hypervisor_properties": ["==", "$gpu"]}`), 400, "Malformed requirements"),
+		post("query no dollar", resWith(`{"hypervisor_properties": "[\"==\", \"gpu\", \"true\"]"}`), 400, "Malformed requirements"),
+		post("query unknown property", resWith(`{"resource_properties": "[\"==\", \"$nosuch\", \"1\"]"}`), 400, `Unknown property "nosuch"`),
+		post("query unknown property nested", resWith(`{"hypervisor_properties": "[\"and\", [\"==\", \"$gpu\", \"true\"], [\">\", \"$vcpu\", \"4\"]]"}`), 400, `Unknown property "vcpu"`),
+		post("query too deep", resWith(`{"resource_properties": "`+strings.Repeat(`[\"not\", `, 40)+`[\"==\", \"$gpu\", \"true\"]`+strings.Repeat("]", 40)+`"}`), 400, "Malformed requirements"),
+
+		// Unknown keys and values.
+		post("unknown lease key", leaseWith(`{"project_id": "other"}`), 400, `Unknown parameter "project_id"`),
+		post("unknown lease key id", leaseWith(`{"id": "6ee55c78-0000-4000-8000-000000000000"}`), 400, `Unknown parameter "id"`),
+		post("unknown reservation key", resWith(`{"amount": 1}`), 400, `Unknown parameter "amount"`),
+		post("reservation id on create", resWith(`{"id": "x"}`), 400, `Unknown parameter "id"`),
+		post("unsupported resource_type", resWith(`{"resource_type": "virtual:instance"}`), 400, "The virtual:instance resource type is not supported"),
+		post("min greater than max", resWith(`{"min": 2, "max": 1}`), 400, "Max must be equal to or larger than min"),
+		post("min 0", resWith(`{"min": 0}`), 400, "must be greater than or equal to 1"),
+		post("min and max 0", resWith(`{"min": 0, "max": 0}`), 400, "must be greater than or equal to 1"),
+		post("min negative", resWith(`{"min": -1}`), 400, "must be greater than or equal to 1"),
+		post("no capacity", resWith(`{"min": 2, "max": 2}`), 409, "Not enough hosts available"),
+		post("no capacity filtered", resWith(`{"resource_properties": "[\"==\", \"$rack\", \"r9\"]"}`), 409, "Not enough hosts available"),
+		post("no capacity second reservation", leaseWith(`{"reservations": [`+validRes+`, `+validRes+`]}`), 409, "Not enough hosts available"),
+
+		// Lease updates.
+		put("update array body", `[]`, 400, "must be a JSON object"),
+		put("update invalid JSON", `{"name"`, 400, "Malformed request body"),
+		put("update name number", `{"name": 5}`, 400, "Malformed parameter name"),
+		put("update empty name", `{"name": ""}`, 400, "Lease name must not be empty"),
+		put("update name too long", `{"name": "`+strings.Repeat("n", 81)+`"}`, 400, "too long"),
+		put("update unknown key", `{"name": "x", "project_id": "other"}`, 400, `Unknown parameter "project_id"`),
+		put("update user_id", `{"user_id": "mallory"}`, 400, `Unknown parameter "user_id"`),
+		put("update bogus start_date", `{"start_date": "Bogus-date 13:13"}`, 400, "is an invalid date"),
+		put("update year 1 start_date", `{"start_date": "0001-01-01 00:00"}`, 400, "0001-01-01 00:00"),
+		put("update year 1 before_end_date", `{"before_end_date": "0001-01-01 00:00"}`, 400, "0001-01-01 00:00"),
+		put("update start in the past", `{"start_date": "2026-11-20 10:00"}`, 400, "Start date must be later than current date"),
+		put("update end before start", `{"end_date": "2026-11-22 09:00"}`, 400, "End date must be later than current and start date"),
+		put("update end now", `{"end_date": "now"}`, 400, "End date must be later than current and start date"),
+		put("update before_end_date outside", `{"before_end_date": "2026-11-24 10:00"}`, 400, "Datetime is out of lease limits"),
+		put("update before_end_date now", `{"before_end_date": "now"}`, 400, `before_end_date cannot be "now"`),
+		put("update events", `{"events": [{}]}`, 400, "User-defined events"),
+		put("update reservations object", `{"reservations": {"id": "{{res}}"}}`, 400, "Malformed parameter reservations"),
+		put("update reservation without id", `{"reservations": [{"min": 1}]}`, 400, "Missing parameter reservation ID"),
+		put("update reservation id number", `{"reservations": [{"id": 5}]}`, 400, "Malformed parameter id"),
+		put("update unknown reservation", `{"reservations": [{"id": "no-such-reservation"}]}`, 400, "Please enter valid reservation IDs", "no-such-reservation"),
+		put("update another lease's reservation", `{"reservations": [{"id": "{{ares}}", "max": 2}]}`, 400, "Please enter valid reservation IDs"),
+		put("update unknown reservation key", `{"reservations": [{"id": "{{res}}", "amount": 2}]}`, 400, `Unknown parameter "amount"`),
+		put("update min 0", `{"reservations": [{"id": "{{res}}", "min": 0}]}`, 400, "must be greater than or equal to 1"),
+		put("update min string", `{"reservations": [{"id": "{{res}}", "min": "x"}]}`, 400, "Malformed parameter min"),
+		put("update min greater than max", `{"reservations": [{"id": "{{res}}", "min": 2, "max": 1}]}`, 400, "Max must be equal to or larger than min"),
+		put("update resource_type", `{"reservations": [{"id": "{{res}}", "resource_type": "virtual:instance"}]}`, 409, "resource_type cannot be updated"),
+		put("update before_end", `{"reservations": [{"id": "{{res}}", "before_end": "snapshot"}]}`, 400, "before_end", "cannot be updated"),
+		put("update malformed query", `{"reservations": [{"id": "{{res}}", "resource_properties": "not json"}]}`, 400, "Malformed requirements"),
+		put("update unknown property", `{"reservations": [{"id": "{{res}}", "hypervisor_properties": "[\"==\", \"$nosuch\", \"1\"]"}]}`, 400, `Unknown property "nosuch"`),
+		put("update no capacity", `{"reservations": [{"id": "{{res}}", "min": 3, "max": 3}]}`, 409, "Not enough hosts available"),
+		put("update no capacity filter", `{"reservations": [{"id": "{{res}}", "resource_properties": "[\"==\", \"$rack\", \"r9\"]"}]}`, 409, "Not enough hosts available"),
+
+		// Unknown ids.
+		req("get unknown lease", "GET", "/v1/leases/no-such-lease", "", nil, 404, "Object with {'lease_id': 'no-such-lease'} not found"),
+		req("put unknown lease", "PUT", "/v1/leases/no-such-lease", `{"name": "x"}`, nil, 404, "no-such-lease"),
+		req("delete unknown lease", "DELETE", "/v1/leases/no-such-lease", "", nil, 404, "no-such-lease"),
+		req("get unknown host", "GET", "/v1/os-hosts/999", "", nil, 404, "Object with {'host_id': '999'} not found"),
+		req("put unknown host", "PUT", "/v1/os-hosts/999", `{"rack": "r3"}`, nil, 404, "999"),
+		req("delete unknown host", "DELETE", "/v1/os-hosts/999", "", nil, 404, "999"),
+		req("allocation of unknown host", "GET", "/v1/os-hosts/999/allocation", "", nil, 404, "999"),
+
+		// Hosts.
+		req("host without name", "POST", "/v1/os-hosts", `{"gpu": "true"}`, nil, 400, "Missing parameter name"),
+		req("host empty body", "POST", "/v1/os-hosts", ``, nil, 400, "Missing parameter name"),
+		req("host array body", "POST", "/v1/os-hosts", `[{"name": "h"}]`, nil, 400, "must be a JSON object"),
+		req("host name object", "POST", "/v1/os-hosts", `{"name": {"a": 1}}`, nil, 400, "Malformed parameter name"),
+		req("host duplicate name", "POST", "/v1/os-hosts", `{"name": "compute-1"}`, nil, 409, "compute-1 already exists"),
+		req("host negative vcpus", "POST", "/v1/os-hosts", `{"name": "h", "vcpus": -1}`, nil, 400, "Malformed parameter vcpus"),
+		req("host float vcpus", "POST", "/v1/os-hosts", `{"name": "h", "vcpus": 1.5}`, nil, 400, "Malformed parameter vcpus"),
+		req("host bad reservable", "POST", "/v1/os-hosts", `{"name": "h", "reservable": "maybe"}`, nil, 400, "Malformed parameter reservable"),
+		req("host trust_id", "POST", "/v1/os-hosts", `{"name": "h", "trust_id": "t"}`, nil, 400, "trust_id", "cannot be set"),
+		req("host created_at", "POST", "/v1/os-hosts", `{"name": "h", "created_at": "2020-01-01 00:00"}`, nil, 400, "created_at", "cannot be set"),
+		req("host null extra", "POST", "/v1/os-hosts", `{"name": "h", "gpu": null}`, nil, 400, "Malformed parameter gpu"),
+		req("host object extra", "POST", "/v1/os-hosts", `{"name": "h", "gpu": {"model": "a100"}}`, nil, 400, "Malformed parameter gpu"),
+		req("host list extra", "POST", "/v1/os-hosts", `{"name": "h", "gpu": ["a100"]}`, nil, 400, "Malformed parameter gpu"),
+		req("host long extra key", "POST", "/v1/os-hosts", `{"name": "h", "`+strings.Repeat("k", 65)+`": "1"}`, nil, 400, "Extra capability key too long"),
+		req("host extra key with space", "POST", "/v1/os-hosts", `{"name": "h", "a b": "1"}`, nil, 400, `"a b"`),
+		req("host extra key with dollar", "POST", "/v1/os-hosts", `{"name": "h", "$gpu": "1"}`, nil, 400, `"$gpu"`),
+		req("host empty extra key", "POST", "/v1/os-hosts", `{"name": "h", "": "1"}`, nil, 400, "non-empty"),
+		req("host extra key with NUL", "POST", "/v1/os-hosts", `{"name": "h", "k\u0000": "1"}`, nil, 400, "printable"),
+		req("host explicit id", "POST", "/v1/os-hosts", `{"name": "h", "id": "abc"}`, nil, 400, "Malformed parameter id", "cannot be set"),
+		req("double slash path", "GET", "/v1//leases", ``, nil, 404, "could not be found"),
+		req("dot-dot path", "POST", "/v1/leases/../os-hosts", `{"name": "h"}`, nil, 404, "could not be found"),
+		req("host update no body", "PUT", "/v1/os-hosts/1", ``, nil, 400, "No data to update"),
+		req("host update empty object", "PUT", "/v1/os-hosts/1", `{}`, nil, 400, "No data to update"),
+		req("host update array", "PUT", "/v1/os-hosts/1", `[]`, nil, 400, "must be a JSON object"),
+		req("host update bad memory", "PUT", "/v1/os-hosts/1", `{"memory_mb": "lots"}`, nil, 400, "Malformed parameter memory_mb"),
+		req("host update empty hostname", "PUT", "/v1/os-hosts/1", `{"hypervisor_hostname": ""}`, nil, 400, "hypervisor_hostname"),
+		req("host update duplicate hostname", "PUT", "/v1/os-hosts/1", `{"hypervisor_hostname": "compute-2"}`, nil, 409, "already exists"),
+		req("host update id", "PUT", "/v1/os-hosts/1", `{"id": "7"}`, nil, 400, "cannot be set"),
+		req("host update property in use", "PUT", "/v1/os-hosts/1", `{"gpu": "false"}`, nil, 409, "Can't update property gpu"),
+		req("host update bad and good", "PUT", "/v1/os-hosts/2", `{"rack": "r2", "vcpus": "x"}`, nil, 400, "Malformed parameter vcpus"),
+		req("delete reserved host", "DELETE", "/v1/os-hosts/1", "", nil, 409, "The host is reserved"),
+
+		// Resource properties.
+		req("property private string", "PATCH", "/v1/os-hosts/properties/gpu", `{"private": "yes"}`, nil, 400, "Malformed parameter private"),
+		req("property private number", "PATCH", "/v1/os-hosts/properties/gpu", `{"private": 1}`, nil, 400, "Malformed parameter private"),
+		req("property private null", "PATCH", "/v1/os-hosts/properties/gpu", `{"private": null}`, nil, 400, "Malformed parameter private"),
+		req("property missing private", "PATCH", "/v1/os-hosts/properties/gpu", `{}`, nil, 400, "Missing parameter private"),
+		req("property unknown key", "PATCH", "/v1/os-hosts/properties/gpu", `{"private": true, "name": "x"}`, nil, 400, `Unknown parameter "name"`),
+		req("property array body", "PATCH", "/v1/os-hosts/properties/gpu", `[true]`, nil, 400, "must be a JSON object"),
+		req("property unknown name", "PATCH", "/v1/os-hosts/properties/nosuch", `{"private": true}`, nil, 404, "nosuch"),
+		req("property built-in column", "PATCH", "/v1/os-hosts/properties/vcpus", `{"private": true}`, nil, 404, "vcpus"),
+
+		// Transport: size, content type, routes, methods, versions.
+		req("oversized lease body", "POST", "/v1/leases", huge, nil, 413, "larger than"),
+		req("oversized host body", "PUT", "/v1/os-hosts/1", huge, nil, 413, "larger than"),
+		req("text/plain", "POST", "/v1/leases", validLease, map[string]string{"Content-Type": "text/plain"}, 400, "Content-Type", "text/plain"),
+		req("form content type", "POST", "/v1/os-hosts", `{"name": "h"}`, map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, 400, "Content-Type"),
+		req("malformed content type", "PUT", "/v1/leases/{{lease}}", `{"name": "x"}`, map[string]string{"Content-Type": "application/json; ; ;="}, 400, "Content-Type"),
+		req("unknown route", "GET", "/v1/nothing", "", nil, 404, "/v1/nothing"),
+		req("unknown version route", "GET", "/v2/leases", "", nil, 404, "/v2/leases"),
+		req("unknown lease subroute", "GET", "/v1/leases/{{lease}}/hosts", "", nil, 404, "could not be found"),
+		req("unknown host subroute", "POST", "/v1/os-hosts/1/allocations", `{}`, nil, 404, "could not be found"),
+		req("unknown route with body", "POST", "/v1/devices", `{"name": "x"}`, nil, 404, "/v1/devices"),
+		req("wrong method on leases", "PATCH", "/v1/leases", validLease, nil, 405, "PATCH"),
+		req("wrong method on lease", "POST", "/v1/leases/{{lease}}", `{"name": "x"}`, nil, 405, "POST"),
+		req("wrong method on hosts", "DELETE", "/v1/os-hosts", "", nil, 405, "DELETE"),
+		req("wrong method on allocations", "POST", "/v1/os-hosts/allocations", `{}`, nil, 405, "POST"),
+		req("wrong method on host allocation", "PUT", "/v1/os-hosts/1/allocation", `{}`, nil, 405, "PUT"),
+		req("wrong method on properties", "PUT", "/v1/os-hosts/properties", `{"private": true}`, nil, 405, "PUT"),
+		req("wrong method on property", "DELETE", "/v1/os-hosts/properties/gpu", "", nil, 405, "DELETE"),
+		req("wrong method on versions", "POST", "/versions", `{}`, nil, 405, "POST"),
+		req("version 2.0", "POST", "/v1/leases", validLease, map[string]string{"OpenStack-API-Version": "reservation 2.0"}, 406, "2.0"),
+		req("version 1.1", "GET", "/v1/leases", "", map[string]string{"OpenStack-API-Version": "reservation 1.1"}, 406, "1.1"),
+		req("version x", "POST", "/v1/leases", validLease, map[string]string{"OpenStack-API-Version": "reservation x"}, 400, `"x"`),
+		req("version 0.9", "GET", "/v1/leases", "", map[string]string{"OpenStack-API-Version": "reservation 0.9"}, 400, "0.9"),
+		req("version without number", "GET", "/v1/os-hosts", "", map[string]string{"OpenStack-API-Version": "reservation"}, 400, "OpenStack-API-Version"),
+		req("version with extra field", "GET", "/v1/os-hosts", "", map[string]string{"OpenStack-API-Version": "reservation 1.0 1.1"}, 400, "OpenStack-API-Version"),
+
+		// Roles: inventory is admin-only; readers read; other roles nothing.
+		req("member lists hosts", "GET", "/v1/os-hosts", "", asAlice, 403, "blazar:oshosts:get"),
+		req("member gets host", "GET", "/v1/os-hosts/1", "", asAlice, 403, "blazar:oshosts:get"),
+		req("member creates host", "POST", "/v1/os-hosts", `{"name": "h"}`, asAlice, 403, "blazar:oshosts:post"),
+		req("member updates host", "PUT", "/v1/os-hosts/3", `{"rack": "r3"}`, asAlice, 403, "blazar:oshosts:put"),
+		req("member deletes host", "DELETE", "/v1/os-hosts/3", "", asAlice, 403, "blazar:oshosts:delete"),
+		req("member lists allocations", "GET", "/v1/os-hosts/allocations", "", asAlice, 403, "blazar:oshosts:get_allocations"),
+		req("member gets host allocation", "GET", "/v1/os-hosts/1/allocation", "", asAlice, 403, "blazar:oshosts:get_allocations"),
+		req("member lists properties", "GET", "/v1/os-hosts/properties", "", asAlice, 403, "blazar:oshosts:get_resource_properties"),
+		req("member patches property", "PATCH", "/v1/os-hosts/properties/gpu", `{"private": true}`, asAlice, 403, "blazar:oshosts:update_resource_properties"),
+		req("reader creates lease", "POST", "/v1/leases", validLease, asReader, 403, "blazar:leases:post"),
+		req("reader updates lease", "PUT", "/v1/leases/{{alease}}", `{"name": "x"}`, asReader, 403, "blazar:leases:put"),
+		req("reader deletes lease", "DELETE", "/v1/leases/{{alease}}", "", asReader, 403, "blazar:leases:delete"),
+		req("guest lists leases", "GET", "/v1/leases", "", asGuest, 403, "blazar:leases:get"),
+		req("guest gets lease", "GET", "/v1/leases/{{alease}}", "", asGuest, 403, "blazar:leases:get"),
+
+		// Other projects' leases do not exist for a non-admin.
+		req("other project gets lease", "GET", "/v1/leases/{{alease}}", "", asBob, 404, "{{alease}}"),
+		req("other project updates lease", "PUT", "/v1/leases/{{alease}}", `{"name": "mine"}`, asBob, 404, "{{alease}}"),
+		req("other project deletes lease", "DELETE", "/v1/leases/{{alease}}", "", asBob, 404, "{{alease}}"),
+		req("member gets admin lease", "GET", "/v1/leases/{{lease}}", "", asAlice, 404, "{{lease}}"),
+		req("member updates admin lease", "PUT", "/v1/leases/{{lease}}", `{"end_date": "2026-11-23 12:00"}`, asAlice, 404, "{{lease}}"),
+		req("member deletes admin lease", "DELETE", "/v1/leases/{{lease}}", "", asAlice, 404, "{{lease}}"),
+	}
+}
+
+// TestBadInput sends every kind of bad input the API takes and checks that each gets a
+// 4xx in Blazar's error shape saying what is wrong, and that none changes anything.
+func TestBadInput(t *testing.T) {
+	e := newEnv(t, nil)
+	vars := seed(e)
+	before := e.state(vars)
+	seen := map[string]bool{}
+	for _, tc := range badCases() {
+		if seen[tc.name] {
+			t.Fatalf("duplicate case name %q", tc.name)
+		}
+		seen[tc.name] = true
+		t.Run(tc.name, func(t *testing.T) {
+			c := tc.call
+			c.path = expand(t, c.path, vars)
+			c.body = expand(t, c.body, vars)
+			r := e.do(c)
+			if r.status < 400 || r.status >= 500 {
+				t.Errorf("%s %s: status %d, want a 4xx", c.method, c.path, r.status)
+			}
+			checkHeaders(t, r)
+			msgs := make([]string, len(tc.msg))
+			for i, m := range tc.msg {
+				msgs[i] = expand(t, m, vars)
+			}
+			checkError(t, r, tc.status, msgs...)
+			if r.status == http.StatusMethodNotAllowed && r.header.Get("Allow") == "" {
+				t.Errorf("405 without an Allow header")
+			}
+			if r.status == http.StatusUnauthorized && r.header.Get("WWW-Authenticate") == "" {
+				t.Errorf("401 without a WWW-Authenticate header")
+			}
+			if after := e.state(vars); after != before {
+				t.Errorf("%s %s changed the state: %s", c.method, c.path, stateDiff(before, after))
+				before = after // judge the next cases on their own
+			}
+		})
+	}
+
+	// The cases fail for the reason they name, not because the fixture is unusable: the
+	// valid bodies they start from are accepted, and other projects' leases are not listed.
+	t.Run("fixture", func(t *testing.T) {
+		mine := e.mustDo(call{method: "GET", path: "/v1/leases", header: asBob}, 200)
+		if leases := mine["leases"].([]any); len(leases) != 0 {
+			t.Errorf("bob (chemistry) lists %d leases of other projects", len(leases))
+		}
+		alices := e.mustDo(call{method: "GET", path: "/v1/leases", header: asAlice}, 200)
+		if leases := alices["leases"].([]any); len(leases) != 1 || lookup(t, alices, "leases.0.id") != vars["alease"] {
+			t.Errorf("alice (physics) lists %v, want only her lease %s", alices, vars["alease"])
+		}
+		readers := e.mustDo(call{method: "GET", path: "/v1/leases", header: asReader}, 200)
+		if leases := readers["leases"].([]any); len(leases) != 1 {
+			t.Errorf("a physics reader lists %d leases, want alice's", len(leases))
+		}
+		e.mustDo(call{method: "PUT", path: "/v1/leases/" + vars["lease"], body: `{"reservations": [{"id": "` + vars["res"] + `", "min": 1, "max": 1}]}`}, 200)
+		e.mustDo(call{method: "PUT", path: "/v1/os-hosts/2", body: `{"rack": "r2", "vcpus": "8"}`}, 200)
+		e.mustDo(call{method: "PATCH", path: "/v1/os-hosts/properties/gpu", body: `{"private": false}`}, 200)
+		e.mustDo(call{method: "POST", path: "/v1/leases", body: validLease, header: map[string]string{"Content-Type": "application/json; charset=utf-8"}}, 201)
+		if r := e.do(call{method: "POST", path: "/v1/leases", body: validLease}); r.status != http.StatusConflict {
+			t.Errorf("a fourth lease on three hosts: %s, want 409", r)
+		}
+	})
+}
+
+// TestOversizedChunkedBody checks that the body limit holds when the client sends no
+// Content-Length (chunked), too.
+func TestOversizedChunkedBody(t *testing.T) {
+	e := newEnv(t, nil)
+	body := `{"name": "` + strings.Repeat("x", climatehttp.MaxBodyBytes) + `"}`
+	req, err := http.NewRequest("POST", e.url+"/v1/os-hosts", struct{ *bytes.Reader }{bytes.NewReader([]byte(body))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if req.ContentLength != 0 {
+		t.Fatalf("Content-Length %d: the request would not be chunked", req.ContentLength)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var buf bytes.Buffer
+	_, _ = buf.ReadFrom(resp.Body)
+	r := response{status: resp.StatusCode, header: resp.Header, body: buf.Bytes()}
+	checkError(t, r, http.StatusRequestEntityTooLarge, "larger than")
+	if hosts := e.mustDo(call{method: "GET", path: "/v1/os-hosts"}, 200)["hosts"].([]any); len(hosts) != 0 {
+		t.Errorf("%d hosts registered", len(hosts))
+	}
+}
