@@ -66,10 +66,15 @@ func (t *tx) writeExtras(ctx context.Context, h *climate.Host) error {
 	if _, err := t.q.ExecContext(ctx, `DELETE FROM host_extras WHERE host_id = ?`, h.ID); err != nil {
 		return internal(err)
 	}
+	// A property first seen now was created by this write: the host's update, or its creation.
+	created := h.UpdatedAt
+	if created.IsZero() {
+		created = h.CreatedAt
+	}
 	for name, value := range h.Extra {
 		_, err := t.q.ExecContext(ctx, `INSERT INTO resource_properties (id, resource_type, name, private, created_at)
 			VALUES (?, ?, ?, 0, ?) ON CONFLICT (resource_type, name) DO NOTHING`,
-			randomID(), climate.ResourceTypeHost, name, micros(h.CreatedAt))
+			randomID(), climate.ResourceTypeHost, name, micros(created))
 		if err != nil {
 			return internal(err)
 		}
@@ -100,14 +105,15 @@ func (t *tx) GetHost(ctx context.Context, id string) (*climate.Host, error) {
 	return &hosts[0], nil
 }
 
-// ListHosts returns every host in registration order.
+// ListHosts returns every host by creation time; seq (registration order) breaks ties,
+// where the id would put "10" before "2".
 func (t *tx) ListHosts(ctx context.Context) ([]climate.Host, error) {
 	return t.loadHosts(ctx, "")
 }
 
 // loadHosts loads hosts and their extras with two queries.
 func (t *tx) loadHosts(ctx context.Context, where string, args ...any) ([]climate.Host, error) {
-	rows, err := t.q.QueryContext(ctx, `SELECT `+hostColumns+` FROM hosts `+where+` ORDER BY seq`, args...)
+	rows, err := t.q.QueryContext(ctx, `SELECT `+hostColumns+` FROM hosts `+where+` ORDER BY created_at, seq`, args...)
 	if err != nil {
 		return nil, internal(err)
 	}

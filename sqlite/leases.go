@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"reflect"
 	"strings"
 
 	"climate"
@@ -25,14 +26,20 @@ func (t *tx) ListLeases(ctx context.Context, f climate.LeaseFilter) ([]climate.L
 	if f.ProjectID != "" {
 		return t.loadLeases(ctx, "project_id = ?", f.ProjectID)
 	}
-	return t.loadLeases(ctx, "1 = 1")
+	return t.loadLeases(ctx, "")
 }
 
-// loadLeases loads the leases matching where, then each kind of child with one query, so
-// the cost is four queries whatever the number of leases.
+// loadLeases loads the leases matching where ("" for all), then each kind of child with
+// one query, so the cost is four queries whatever the number of leases.
 func (t *tx) loadLeases(ctx context.Context, where string, args ...any) ([]climate.Lease, error) {
+	// Children are selected by the same predicate; for all leases a plain scan beats one
+	// index probe per lease.
+	leaseWhere, in := "", ""
+	if where != "" {
+		leaseWhere, in = " WHERE "+where, " WHERE lease_id IN (SELECT id FROM leases WHERE "+where+")"
+	}
 	rows, err := t.q.QueryContext(ctx, `SELECT id, name, user_id, project_id, trust_id, start_at, end_at, status, degraded, created_at, updated_at
-		FROM leases WHERE `+where+` ORDER BY created_at, id`, args...)
+		FROM leases`+leaseWhere+` ORDER BY created_at, id`, args...)
 	if err != nil {
 		return nil, internal(err)
 	}
@@ -57,12 +64,11 @@ func (t *tx) loadLeases(ctx context.Context, where string, args ...any) ([]clima
 	if len(leases) == 0 {
 		return nil, nil
 	}
-	in := `lease_id IN (SELECT id FROM leases WHERE ` + where + `)`
 
 	resIndex := map[string][2]int{} // reservation id → lease index, reservation index
 	rows, err = t.q.QueryContext(ctx, `SELECT id, lease_id, resource_type, status, min_count, max_count, hypervisor_properties,
 		resource_properties, before_end, missing_resources, resources_changed, created_at, updated_at
-		FROM reservations WHERE `+in+` ORDER BY created_at, id`, args...)
+		FROM reservations`+in+` ORDER BY created_at, id`, args...)
 	if err != nil {
 		return nil, internal(err)
 	}
@@ -86,7 +92,7 @@ func (t *tx) loadLeases(ctx context.Context, where string, args ...any) ([]clima
 	}
 
 	rows, err = t.q.QueryContext(ctx, `SELECT id, reservation_id, lease_id, resource_id, start_at, end_at
-		FROM allocations WHERE `+in+` ORDER BY resource_id, start_at, id`, args...)
+		FROM allocations`+in+` ORDER BY resource_id, start_at, id`, args...)
 	if err != nil {
 		return nil, internal(err)
 	}
@@ -107,7 +113,7 @@ func (t *tx) loadLeases(ctx context.Context, where string, args ...any) ([]clima
 	}
 
 	rows, err = t.q.QueryContext(ctx, `SELECT id, lease_id, event_type, time, status, created_at, updated_at
-		FROM events WHERE `+in+` ORDER BY created_at, id`, args...)
+		FROM events`+in+` ORDER BY created_at, id`, args...)
 	if err != nil {
 		return nil, internal(err)
 	}
@@ -138,7 +144,8 @@ func scanAllocation(s scanner) (climate.Allocation, error) {
 	return a, nil
 }
 
-// InsertLease writes a lease and all its children.
+// InsertLease writes a lease and all its children. Children are written under their
+// enclosing lease and reservation, whatever their own LeaseID and ReservationID say.
 func (t *tx) InsertLease(ctx context.Context, l *climate.Lease) error {
 	if err := t.writable(); err != nil {
 		return err
@@ -152,29 +159,29 @@ func (t *tx) InsertLease(ctx context.Context, l *climate.Lease) error {
 	if err != nil {
 		return internal(err)
 	}
-	for i := range l.Reservations {
-		if err := t.insertReservation(ctx, &l.Reservations[i]); err != nil {
+	for _, r := range l.Reservations {
+		if err := t.insertReservation(ctx, l.ID, r); err != nil {
 			return err
 		}
-		for _, a := range l.Reservations[i].Allocations {
-			if err := t.insertAllocation(ctx, a); err != nil {
+		for _, a := range r.Allocations {
+			if err := t.insertAllocation(ctx, l.ID, r.ID, a); err != nil {
 				return err
 			}
 		}
 	}
 	for _, e := range l.Events {
-		if err := t.insertEvent(ctx, e); err != nil {
+		if err := t.insertEvent(ctx, l.ID, e); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (t *tx) insertReservation(ctx context.Context, r *climate.Reservation) error {
+func (t *tx) insertReservation(ctx context.Context, leaseID string, r climate.Reservation) error {
 	_, err := t.q.ExecContext(ctx, `INSERT INTO reservations (id, lease_id, resource_type, status, min_count, max_count,
 		hypervisor_properties, resource_properties, before_end, missing_resources, resources_changed, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.ID, r.LeaseID, r.ResourceType, r.Status, r.Min, r.Max, r.HypervisorProperties, r.ResourceProperties, r.BeforeEnd,
+		r.ID, leaseID, r.ResourceType, r.Status, r.Min, r.Max, r.HypervisorProperties, r.ResourceProperties, r.BeforeEnd,
 		r.MissingResources, r.ResourcesChanged, micros(r.CreatedAt), nullMicros(r.UpdatedAt))
 	if isUnique(err) {
 		return climate.Errorf(climate.CodeConflict, "Reservation %s already exists", r.ID)
@@ -182,25 +189,27 @@ func (t *tx) insertReservation(ctx context.Context, r *climate.Reservation) erro
 	return internal(err)
 }
 
-func (t *tx) insertAllocation(ctx context.Context, a climate.Allocation) error {
+func (t *tx) insertAllocation(ctx context.Context, leaseID, reservationID string, a climate.Allocation) error {
 	_, err := t.q.ExecContext(ctx, `INSERT INTO allocations (id, reservation_id, lease_id, resource_id, start_at, end_at) VALUES (?, ?, ?, ?, ?, ?)`,
-		a.ID, a.ReservationID, a.LeaseID, a.ResourceID, micros(a.Start), micros(a.End))
+		a.ID, reservationID, leaseID, a.ResourceID, micros(a.Start), micros(a.End))
 	if isUnique(err) {
 		return climate.Errorf(climate.CodeConflict, "Allocation %s already exists", a.ID)
 	}
 	return internal(err)
 }
 
-func (t *tx) insertEvent(ctx context.Context, e climate.Event) error {
+func (t *tx) insertEvent(ctx context.Context, leaseID string, e climate.Event) error {
 	_, err := t.q.ExecContext(ctx, `INSERT INTO events (id, lease_id, event_type, time, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		e.ID, e.LeaseID, e.Type, micros(e.Time), e.Status, micros(e.CreatedAt), nullMicros(e.UpdatedAt))
+		e.ID, leaseID, e.Type, micros(e.Time), e.Status, micros(e.CreatedAt), nullMicros(e.UpdatedAt))
 	if isUnique(err) {
 		return climate.Errorf(climate.CodeConflict, "Event %s already exists", e.ID)
 	}
 	return internal(err)
 }
 
-// UpdateLease writes the lease row and syncs its children by id.
+// UpdateLease writes the lease row and syncs its children by id. It compares l with what
+// is stored and writes only children that changed: the engine rewrites a lease on every
+// event, and most of a large lease (its allocations) is then unchanged.
 func (t *tx) UpdateLease(ctx context.Context, l *climate.Lease) error {
 	if err := t.writable(); err != nil {
 		return err
@@ -216,102 +225,121 @@ func (t *tx) UpdateLease(ctx context.Context, l *climate.Lease) error {
 		return internal(err)
 	}
 
-	// Reservations (deleting one cascades to its allocations).
-	oldRes := map[string]bool{}
+	oldRes := map[string]climate.Reservation{}
 	oldAlloc := map[string]climate.Allocation{}
 	for _, r := range cur.Reservations {
-		oldRes[r.ID] = true
 		for _, a := range r.Allocations {
 			oldAlloc[a.ID] = a
 		}
+		r.Allocations = nil
+		oldRes[r.ID] = r
 	}
-	keepRes, keepAlloc := map[string]bool{}, map[string]bool{}
-	for _, r := range l.Reservations {
-		keepRes[r.ID] = true
-		for _, a := range r.Allocations {
-			keepAlloc[a.ID] = true
-		}
-	}
-	for id := range oldAlloc {
-		if !keepAlloc[id] {
-			if _, err := t.q.ExecContext(ctx, `DELETE FROM allocations WHERE id = ?`, id); err != nil {
-				return internal(err)
-			}
-		}
-	}
-	for id := range oldRes {
-		if !keepRes[id] {
-			if _, err := t.q.ExecContext(ctx, `DELETE FROM reservations WHERE id = ?`, id); err != nil {
-				return internal(err)
-			}
-		}
-	}
-	for i := range l.Reservations {
-		r := &l.Reservations[i]
-		r.LeaseID = l.ID
-		if !oldRes[r.ID] {
-			if err := t.insertReservation(ctx, r); err != nil {
-				return err
-			}
-		} else if _, err := t.q.ExecContext(ctx, `UPDATE reservations SET resource_type = ?, status = ?, min_count = ?, max_count = ?,
-			hypervisor_properties = ?, resource_properties = ?, before_end = ?, missing_resources = ?, resources_changed = ?,
-			created_at = ?, updated_at = ? WHERE id = ?`,
-			r.ResourceType, r.Status, r.Min, r.Max, r.HypervisorProperties, r.ResourceProperties, r.BeforeEnd,
-			r.MissingResources, r.ResourcesChanged, micros(r.CreatedAt), nullMicros(r.UpdatedAt), r.ID); err != nil {
-			return internal(err)
-		}
-		for _, a := range r.Allocations {
-			old, had := oldAlloc[a.ID]
-			switch {
-			case !had:
-				if err := t.insertAllocation(ctx, a); err != nil {
-					return err
-				}
-			case old != a:
-				if _, err := t.q.ExecContext(ctx, `UPDATE allocations SET reservation_id = ?, lease_id = ?, resource_id = ?, start_at = ?, end_at = ? WHERE id = ?`,
-					a.ReservationID, a.LeaseID, a.ResourceID, micros(a.Start), micros(a.End), a.ID); err != nil {
-					return internal(err)
-				}
-			}
-		}
-	}
-
-	// Events: a status other than IN_PROGRESS ends any claim.
 	oldEv := map[string]climate.Event{}
 	for _, e := range cur.Events {
 		oldEv[e.ID] = e
 	}
-	keepEv := map[string]bool{}
-	for _, e := range l.Events {
-		keepEv[e.ID] = true
-		old, had := oldEv[e.ID]
-		if !had {
-			if err := t.insertEvent(ctx, e); err != nil {
+
+	// Insert and update first, delete last: an allocation that moves from a removed
+	// reservation to a kept one must be re-pointed before the removal cascades.
+	for _, r := range l.Reservations {
+		allocs := r.Allocations
+		r = normReservation(l.ID, r)
+		if old, had := oldRes[r.ID]; !had {
+			if err := t.insertReservation(ctx, l.ID, r); err != nil {
 				return err
 			}
-			continue
-		}
-		if old == e {
-			continue
-		}
-		claim := `claimed_until`
-		if e.Status != climate.EventInProgress {
-			claim = `NULL`
-		}
-		if _, err := t.q.ExecContext(ctx, `UPDATE events SET event_type = ?, time = ?, status = ?, claimed_until = `+claim+`,
-			created_at = ?, updated_at = ? WHERE id = ?`,
-			e.Type, micros(e.Time), e.Status, micros(e.CreatedAt), nullMicros(e.UpdatedAt), e.ID); err != nil {
-			return internal(err)
-		}
-	}
-	for id := range oldEv {
-		if !keepEv[id] {
-			if _, err := t.q.ExecContext(ctx, `DELETE FROM events WHERE id = ?`, id); err != nil {
+		} else if !reflect.DeepEqual(old, r) { // both normalized, Allocations nil
+			if _, err := t.q.ExecContext(ctx, `UPDATE reservations SET resource_type = ?, status = ?, min_count = ?, max_count = ?,
+				hypervisor_properties = ?, resource_properties = ?, before_end = ?, missing_resources = ?, resources_changed = ?,
+				created_at = ?, updated_at = ? WHERE id = ?`,
+				r.ResourceType, r.Status, r.Min, r.Max, r.HypervisorProperties, r.ResourceProperties, r.BeforeEnd,
+				r.MissingResources, r.ResourcesChanged, micros(r.CreatedAt), nullMicros(r.UpdatedAt), r.ID); err != nil {
 				return internal(err)
 			}
 		}
+		delete(oldRes, r.ID)
+		for _, a := range allocs {
+			a = normAllocation(l.ID, r.ID, a)
+			if old, had := oldAlloc[a.ID]; !had {
+				if err := t.insertAllocation(ctx, l.ID, r.ID, a); err != nil {
+					return err
+				}
+			} else if old != a {
+				if _, err := t.q.ExecContext(ctx, `UPDATE allocations SET reservation_id = ?, resource_id = ?, start_at = ?, end_at = ? WHERE id = ?`,
+					a.ReservationID, a.ResourceID, micros(a.Start), micros(a.End), a.ID); err != nil {
+					return internal(err)
+				}
+			}
+			delete(oldAlloc, a.ID)
+		}
 	}
-	return nil
+	for _, e := range l.Events {
+		e = normEvent(l.ID, e)
+		if old, had := oldEv[e.ID]; !had {
+			if err := t.insertEvent(ctx, l.ID, e); err != nil {
+				return err
+			}
+		} else if old != e {
+			// The claim belongs to whoever holds the event; it ends only when the event
+			// leaves IN_PROGRESS.
+			claim := `claimed_until`
+			if e.Status != climate.EventInProgress {
+				claim = `NULL`
+			}
+			if _, err := t.q.ExecContext(ctx, `UPDATE events SET event_type = ?, time = ?, status = ?, claimed_until = `+claim+`,
+				created_at = ?, updated_at = ? WHERE id = ?`,
+				e.Type, micros(e.Time), e.Status, micros(e.CreatedAt), nullMicros(e.UpdatedAt), e.ID); err != nil {
+				return internal(err)
+			}
+		}
+		delete(oldEv, e.ID)
+	}
+
+	// What is left in the old maps is absent from l.
+	if err := t.deleteIDs(ctx, "allocations", keys(oldAlloc)); err != nil {
+		return err
+	}
+	if err := t.deleteIDs(ctx, "reservations", keys(oldRes)); err != nil {
+		return err
+	}
+	return t.deleteIDs(ctx, "events", keys(oldEv))
+}
+
+// deleteIDs deletes rows of table by id with one statement.
+func (t *tx) deleteIDs(ctx context.Context, table string, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := t.q.ExecContext(ctx, `DELETE FROM `+table+` WHERE id IN (SELECT value FROM json_each(?))`, jsonList(ids))
+	return internal(err)
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// normReservation, normAllocation and normEvent return a child as the store would give it
+// back, so that comparing it with the stored one tells whether it changed.
+func normReservation(leaseID string, r climate.Reservation) climate.Reservation {
+	r.LeaseID, r.Allocations = leaseID, nil
+	r.CreatedAt, r.UpdatedAt = fromMicros(micros(r.CreatedAt)), fromNullMicros(nullInt(r.UpdatedAt))
+	return r
+}
+
+func normAllocation(leaseID, reservationID string, a climate.Allocation) climate.Allocation {
+	a.LeaseID, a.ReservationID = leaseID, reservationID
+	a.Start, a.End = fromMicros(micros(a.Start)), fromMicros(micros(a.End))
+	return a
+}
+
+func normEvent(leaseID string, e climate.Event) climate.Event {
+	e.LeaseID = leaseID
+	e.Time, e.CreatedAt, e.UpdatedAt = fromMicros(micros(e.Time)), fromMicros(micros(e.CreatedAt)), fromNullMicros(nullInt(e.UpdatedAt))
+	return e
 }
 
 // DeleteLease deletes a lease; foreign keys cascade to its children in this transaction.
@@ -331,16 +359,33 @@ func (t *tx) DeleteLease(ctx context.Context, id string) error {
 
 // ListAllocations returns the allocations matching f.
 func (t *tx) ListAllocations(ctx context.Context, f climate.AllocationFilter) ([]climate.Allocation, error) {
+	if f.ResourceIDs != nil && len(f.ResourceIDs) == 0 {
+		return nil, nil
+	}
+	q, args := allocationQuery(f)
+	rows, err := t.q.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, internal(err)
+	}
+	defer rows.Close()
+	var out []climate.Allocation
+	for rows.Next() {
+		a, err := scanAllocation(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, internal(rows.Err())
+}
+
+// allocationQuery builds ListAllocations' query for f (whose ResourceIDs is not empty).
+func allocationQuery(f climate.AllocationFilter) (string, []any) {
 	var where []string
 	var args []any
 	if f.ResourceIDs != nil {
-		if len(f.ResourceIDs) == 0 {
-			return nil, nil
-		}
-		where = append(where, "resource_id IN ("+placeholders(len(f.ResourceIDs))+")")
-		for _, id := range f.ResourceIDs {
-			args = append(args, id)
-		}
+		// One parameter however many ids (no SQLITE_MAX_VARIABLE_NUMBER limit).
+		where, args = append(where, "resource_id IN (SELECT value FROM json_each(?))"), append(args, jsonList(f.ResourceIDs))
 	}
 	if f.LeaseID != "" {
 		where, args = append(where, "lease_id = ?"), append(args, f.LeaseID)
@@ -361,18 +406,9 @@ func (t *tx) ListAllocations(ctx context.Context, f climate.AllocationFilter) ([
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
-	rows, err := t.q.QueryContext(ctx, q+" ORDER BY resource_id, start_at, id", args...)
-	if err != nil {
-		return nil, internal(err)
-	}
-	defer rows.Close()
-	var out []climate.Allocation
-	for rows.Next() {
-		a, err := scanAllocation(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, a)
-	}
-	return out, internal(rows.Err())
+	// The unary + stops SQLite from walking the whole resource index merely to skip a
+	// sort: over all resources, searching the end_at index for the window is about twice
+	// as fast (see BenchmarkListAllocationsWindow), and with a resource filter the
+	// resource index still serves the lookup.
+	return q + " ORDER BY +resource_id, start_at, id", args
 }

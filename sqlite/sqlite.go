@@ -8,6 +8,7 @@ import (
 	"context"
 	"database/sql"
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -17,7 +18,8 @@ import (
 	"strings"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	"modernc.org/sqlite" // also registers the "sqlite" driver
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"climate"
 )
@@ -33,15 +35,25 @@ type Store struct {
 
 var _ climate.Store = (*Store)(nil)
 
+// readers is the size of the read pool: enough for concurrent API reads, few enough that
+// idle connections cost little.
+const readers = 4
+
+// dsn builds a modernc "file:" URI for path. The pragmas are DSN parameters, not
+// statements run once, because database/sql opens connections lazily and each must get
+// them; busy_timeout comes first so that switching to WAL waits for a lock.
 func dsn(path string, write bool) string {
 	q := url.Values{}
-	for _, p := range []string{"journal_mode(WAL)", "foreign_keys(1)", "busy_timeout(10000)", "synchronous(NORMAL)"} {
+	for _, p := range []string{"busy_timeout(10000)", "journal_mode(WAL)", "foreign_keys(1)", "synchronous(NORMAL)"} {
 		q.Add("_pragma", p)
 	}
 	if write {
 		q.Set("_txlock", "immediate")
+	} else {
+		q.Set("_query_only", "1") // defence in depth: View's Tx refuses writes already
 	}
-	return "file:" + path + "?" + q.Encode()
+	// Escaped, so a '?', '#' or '%' in the path is not read as URI syntax.
+	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
 }
 
 // Open opens (creating it if needed) the database at path and applies pending migrations.
@@ -51,13 +63,13 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, err
 	}
 	w.SetMaxOpenConns(1)
-	w.SetConnMaxIdleTime(0)
 	r, err := sql.Open("sqlite", dsn(path, false))
 	if err != nil {
 		w.Close()
 		return nil, err
 	}
-	r.SetMaxOpenConns(4)
+	r.SetMaxOpenConns(readers)
+	r.SetMaxIdleConns(readers)
 	s := &Store{w: w, r: r}
 	if err := s.Migrate(ctx); err != nil {
 		s.Close()
@@ -121,12 +133,14 @@ func (s *Store) apply(ctx context.Context, version int, body string) error {
 	return tx.Commit()
 }
 
-// View runs fn in a read transaction.
+// View runs fn in a read transaction on the reader pool; its Tx refuses writes.
 func (s *Store) View(ctx context.Context, fn func(climate.Tx) error) error {
 	return s.run(ctx, s.r, false, fn)
 }
 
-// Update runs fn in a write transaction (BEGIN IMMEDIATE on the single writer).
+// Update runs fn in a write transaction (BEGIN IMMEDIATE on the single writer). fn must
+// not call Update on the same Store: the writer connection is taken, so it would wait
+// for ever.
 func (s *Store) Update(ctx context.Context, fn func(climate.Tx) error) error {
 	return s.run(ctx, s.w, true, fn)
 }
@@ -173,8 +187,11 @@ func internal(err error) error {
 	return &climate.Error{Code: climate.CodeInternal, Err: err}
 }
 
+// isUnique reports whether err is a UNIQUE or PRIMARY KEY violation.
 func isUnique(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed")
+	var e *sqlite.Error
+	return errors.As(err, &e) &&
+		(e.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || e.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY)
 }
 
 // Time conversions: microseconds since the epoch, NULL for the zero time.
@@ -197,7 +214,16 @@ func fromNullMicros(n sql.NullInt64) time.Time {
 	return fromMicros(n.Int64)
 }
 
-// placeholders returns "?, ?, …" for n arguments.
-func placeholders(n int) string {
-	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+// nullInt is nullMicros as sql.NullInt64, for comparing a time with a stored one.
+func nullInt(t time.Time) sql.NullInt64 {
+	if t.IsZero() {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: micros(t), Valid: true}
+}
+
+// jsonList encodes ids as a JSON array for "IN (SELECT value FROM json_each(?))".
+func jsonList(ids []string) string {
+	b, _ := json.Marshal(ids) // cannot fail for strings
+	return string(b)
 }

@@ -1,0 +1,355 @@
+package storetest
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"climate"
+)
+
+// fullLease sets every field, with children deliberately out of the contract's order.
+func fullLease() *climate.Lease {
+	start, end := t0.Add(24*time.Hour), t0.Add(72*time.Hour)
+	l := newLease("l1", "p1", start, end, "h3", "h1")
+	l.Degraded = true
+	l.Status = climate.LeaseActive
+	l.Reservations[0].CreatedAt = t0.Add(time.Second)
+	l.Reservations[0].MissingResources = true
+	l.Reservations[0].ResourcesChanged = true
+	l.Reservations[0].ResourceProperties = `["==", "$gpu", "a100"]`
+	l.Reservations[0].UpdatedAt = t0.Add(2 * time.Second)
+	l.Reservations = append(l.Reservations, climate.Reservation{
+		ID: "l1-r0", LeaseID: "l1", ResourceType: climate.ResourceTypeHost, Status: climate.ReservationActive,
+		Min: 2, Max: 3, BeforeEnd: "snapshot", CreatedAt: t0,
+		Allocations: []climate.Allocation{
+			{ID: "l1-b", ReservationID: "l1-r0", LeaseID: "l1", ResourceID: "h2", Start: start, End: end},
+		},
+	})
+	l.Events = append([]climate.Event{{
+		ID: "l1-e3", LeaseID: "l1", Type: climate.EventBeforeEndLease, Time: end.Add(-time.Hour),
+		Status: climate.EventDone, CreatedAt: t0.Add(time.Second), UpdatedAt: t0.Add(3 * time.Second),
+	}}, l.Events...)
+	return l
+}
+
+func testLeaseRoundTrip(t *testing.T, s climate.Store) {
+	l := fullLease()
+	update(t, s, func(tx climate.Tx) error {
+		if err := tx.InsertLease(ctx, l); err != nil {
+			return err
+		}
+		// A write transaction reads its own writes.
+		got, err := tx.GetLease(ctx, "l1")
+		if err != nil {
+			return err
+		}
+		checkLease(t, got, *l)
+		return nil
+	})
+	got := getLease(t, s, "l1")
+	checkLease(t, got, *l)
+	if got.Start.Location() != time.UTC || got.Events[0].Time.Location() != time.UTC {
+		t.Errorf("times come back in %v, want UTC", got.Start.Location())
+	}
+	if !got.UpdatedAt.IsZero() {
+		t.Errorf("UpdatedAt never set: got %v, want zero", got.UpdatedAt)
+	}
+	if ids := []string{got.Reservations[0].ID, got.Reservations[1].ID}; !reflect.DeepEqual(ids, []string{"l1-r0", "l1-r1"}) {
+		t.Errorf("reservations in order %v, want by creation", ids)
+	}
+
+	// A lease without children round-trips too.
+	bare := &climate.Lease{ID: "l2", Name: "bare", UserID: "u", ProjectID: "p1", Start: t0, End: t0.Add(time.Hour),
+		Status: climate.LeasePending, CreatedAt: t0}
+	insertLeases(t, s, bare)
+	checkLease(t, getLease(t, s, "l2"), *bare)
+}
+
+func testListLeases(t *testing.T, s climate.Store) {
+	day := 24 * time.Hour
+	a := newLease("a", "p1", t0.Add(day), t0.Add(2*day), "h1")
+	a.CreatedAt = t0.Add(time.Second)
+	b := newLease("b", "p1", t0.Add(day), t0.Add(2*day), "h2")
+	b.CreatedAt = t0.Add(time.Second) // tie with a: ordered by id
+	c := newLease("c", "p1", t0.Add(3*day), t0.Add(4*day), "h1")
+	d := newLease("d", "p2", t0.Add(day), t0.Add(2*day), "h3")
+	d.CreatedAt = t0.Add(2 * time.Second)
+	insertLeases(t, s, d, b, c, a)
+
+	check := func(f climate.LeaseFilter, want ...*climate.Lease) {
+		t.Helper()
+		var got []climate.Lease
+		view(t, s, func(tx climate.Tx) (err error) { got, err = tx.ListLeases(ctx, f); return err })
+		var gotIDs, wantIDs []string
+		for _, l := range got {
+			gotIDs = append(gotIDs, l.ID)
+		}
+		for _, l := range want {
+			wantIDs = append(wantIDs, l.ID)
+		}
+		if !reflect.DeepEqual(gotIDs, wantIDs) {
+			t.Fatalf("ListLeases(%+v): got %v, want %v", f, gotIDs, wantIDs)
+		}
+		for i := range got {
+			checkLease(t, &got[i], *want[i])
+		}
+	}
+	check(climate.LeaseFilter{}, c, a, b, d)
+	check(climate.LeaseFilter{ProjectID: "p1"}, c, a, b)
+	check(climate.LeaseFilter{ProjectID: "p2"}, d)
+	check(climate.LeaseFilter{ProjectID: "nobody"})
+}
+
+func testLeaseErrors(t *testing.T, s climate.Store) {
+	insertLeases(t, s, newLease("l1", "p1", t0, t0.Add(time.Hour), "h1"))
+	err := s.View(ctx, func(tx climate.Tx) error {
+		_, err := tx.GetLease(ctx, "nope")
+		return err
+	})
+	wantCode(t, "GetLease unknown", err, climate.CodeNotFound)
+	if msg := climate.ErrorMessage(err); msg != "Object with {'lease_id': 'nope'} not found" {
+		t.Errorf("GetLease unknown: message %q, want Blazar's", msg)
+	}
+	err = s.Update(ctx, func(tx climate.Tx) error { return tx.UpdateLease(ctx, newLease("nope", "p1", t0, t0.Add(time.Hour))) })
+	wantCode(t, "UpdateLease unknown", err, climate.CodeNotFound)
+	err = s.Update(ctx, func(tx climate.Tx) error { return tx.DeleteLease(ctx, "nope") })
+	wantCode(t, "DeleteLease unknown", err, climate.CodeNotFound)
+	err = s.Update(ctx, func(tx climate.Tx) error { return tx.InsertLease(ctx, newLease("l1", "p1", t0, t0.Add(time.Hour))) })
+	wantCode(t, "InsertLease duplicate id", err, climate.CodeConflict)
+	if msg := climate.ErrorMessage(err); !strings.Contains(msg, "l1") {
+		t.Errorf("InsertLease duplicate id: message %q should name the lease", msg)
+	}
+}
+
+func testUpdateLeaseSyncsChildren(t *testing.T, s climate.Store) {
+	start, end := t0.Add(time.Hour), t0.Add(5*time.Hour)
+	l := newLease("l1", "p1", start, end, "h1", "h2")
+	l.Reservations = append(l.Reservations, climate.Reservation{
+		ID: "l1-r2", LeaseID: "l1", ResourceType: climate.ResourceTypeHost, Status: climate.ReservationPending,
+		Min: 1, Max: 1, CreatedAt: t0.Add(time.Second),
+		Allocations: []climate.Allocation{{ID: "l1-a-h3", ReservationID: "l1-r2", LeaseID: "l1", ResourceID: "h3", Start: start, End: end}},
+	})
+	l.Events = append(l.Events, climate.Event{ID: "l1-e3", LeaseID: "l1", Type: climate.EventBeforeEndLease,
+		Time: end.Add(-time.Hour), Status: climate.EventUndone, CreatedAt: t0})
+	insertLeases(t, s, l, newLease("other", "p1", start, end, "h9"))
+
+	l = getLease(t, s, "l1")
+	later := t0.Add(time.Minute)
+	newEnd := end.Add(time.Hour)
+	l.Name, l.Status, l.Degraded, l.End, l.UpdatedAt = "renamed", climate.LeaseActive, true, newEnd, later
+	// Drop r2 (and with it h3), modify r1, drop h2, move h1's window, add h4.
+	r1 := l.Reservations[0]
+	r1.Status, r1.Max, r1.UpdatedAt = climate.ReservationActive, 5, later
+	r1.Allocations = []climate.Allocation{
+		{ID: "l1-a-h1", ReservationID: "l1-r1", LeaseID: "l1", ResourceID: "h1", Start: start, End: newEnd},
+		{ID: "l1-a-h4", ReservationID: "l1-r1", LeaseID: "l1", ResourceID: "h4", Start: start, End: newEnd},
+	}
+	// Add r3 with an allocation.
+	r3 := climate.Reservation{ID: "l1-r3", LeaseID: "l1", ResourceType: climate.ResourceTypeHost, Status: climate.ReservationActive,
+		Min: 1, Max: 1, BeforeEnd: "snapshot", CreatedAt: later,
+		Allocations: []climate.Allocation{{ID: "l1-a-h5", ReservationID: "l1-r3", LeaseID: "l1", ResourceID: "h5", Start: start, End: newEnd}}}
+	l.Reservations = []climate.Reservation{r1, r3}
+	// Drop before_end, move end, mark start done, add a new event.
+	e1, e2 := *l.Event(climate.EventStartLease), *l.Event(climate.EventEndLease)
+	e1.Status, e1.UpdatedAt = climate.EventDone, later
+	e2.Time, e2.UpdatedAt = newEnd, later
+	e4 := climate.Event{ID: "l1-e4", LeaseID: "l1", Type: climate.EventBeforeEndLease, Time: newEnd.Add(-30 * time.Minute),
+		Status: climate.EventUndone, CreatedAt: later}
+	l.Events = []climate.Event{e1, e2, e4}
+	update(t, s, func(tx climate.Tx) error { return tx.UpdateLease(ctx, l) })
+
+	checkLease(t, getLease(t, s, "l1"), *l)
+	view(t, s, func(tx climate.Tx) error {
+		allocs, err := tx.ListAllocations(ctx, climate.AllocationFilter{LeaseID: "l1"})
+		if got := allocationIDs(allocs); err != nil || !reflect.DeepEqual(got, []string{"l1-a-h1", "l1-a-h4", "l1-a-h5"}) {
+			t.Errorf("allocations after UpdateLease: %v, %v; want h1, h4, h5", got, err)
+		}
+		if len(allocs) > 0 && !allocs[0].End.Equal(ts(newEnd)) {
+			t.Errorf("h1's allocation ends %v, want %v", allocs[0].End, newEnd)
+		}
+		allocs, err = tx.ListAllocations(ctx, climate.AllocationFilter{ResourceIDs: []string{"h2", "h3"}})
+		if err != nil || len(allocs) != 0 {
+			t.Errorf("allocations of removed h2, h3: %v, %v; want none", allocationIDs(allocs), err)
+		}
+		// The other lease is untouched.
+		other, err := tx.GetLease(ctx, "other")
+		if err != nil {
+			return err
+		}
+		checkLease(t, other, *newLease("other", "p1", start, end, "h9"))
+		return nil
+	})
+	// The dropped before_end event is gone, the added one is due at its time.
+	update(t, s, func(tx climate.Tx) error {
+		evs, err := tx.ClaimDueEvents(ctx, newEnd.Add(-time.Minute), newEnd, 10)
+		if got := eventIDs(evs); err != nil || !reflect.DeepEqual(got, []string{"other-e1", "other-e2", "l1-e4"}) {
+			t.Errorf("due events after UpdateLease: %v, %v; want other's start and end, then l1-e4", got, err)
+		}
+		return nil
+	})
+}
+
+// testUpdateLeaseKeepsClaims checks that UpdateLease leaves an IN_PROGRESS event's claim
+// alone (the engine holding it may still be working) and that writing any other status
+// ends the claim.
+func testUpdateLeaseKeepsClaims(t *testing.T, s climate.Store) {
+	l := newLease("l1", "p1", now.Add(-time.Minute), now.Add(time.Hour), "h1")
+	insertLeases(t, s, l)
+	claimUntil := now.Add(5 * time.Minute)
+	update(t, s, func(tx climate.Tx) error {
+		evs, err := tx.ClaimDueEvents(ctx, now, claimUntil, 10)
+		if got := eventIDs(evs); err != nil || !reflect.DeepEqual(got, []string{"l1-e1"}) {
+			t.Fatalf("claim: %v, %v; want [l1-e1]", got, err)
+		}
+		return nil
+	})
+	checkNext := func(want time.Time) {
+		t.Helper()
+		view(t, s, func(tx climate.Tx) error {
+			next, ok, err := tx.NextEventTime(ctx)
+			if err != nil || !ok || !next.Equal(want) {
+				t.Errorf("NextEventTime: %v, %v, %v; want %v", next, ok, err, want)
+			}
+			return nil
+		})
+	}
+	checkNext(claimUntil)
+
+	// Rewrite the lease with the event still IN_PROGRESS: the claim stands.
+	l = getLease(t, s, "l1")
+	if e := l.Event(climate.EventStartLease); e.Status != climate.EventInProgress || !e.UpdatedAt.Equal(now) {
+		t.Errorf("claimed event: status %s, updated %v; want IN_PROGRESS at %v", e.Status, e.UpdatedAt, now)
+	}
+	l.Name, l.UpdatedAt = "renamed", now.Add(time.Second)
+	l.Event(climate.EventStartLease).UpdatedAt = now.Add(time.Second)
+	update(t, s, func(tx climate.Tx) error { return tx.UpdateLease(ctx, l) })
+	checkNext(claimUntil)
+	update(t, s, func(tx climate.Tx) error {
+		evs, err := tx.ClaimDueEvents(ctx, now.Add(time.Minute), now.Add(10*time.Minute), 10)
+		if err != nil || len(evs) != 0 {
+			t.Errorf("claim while claimed: %v, %v; want none", eventIDs(evs), err)
+		}
+		return nil
+	})
+
+	// Hand the event back (UNDONE): it is due at its own time again, claim or not.
+	l.Event(climate.EventStartLease).Status = climate.EventUndone
+	update(t, s, func(tx climate.Tx) error { return tx.UpdateLease(ctx, l) })
+	checkNext(now.Add(-time.Minute))
+	update(t, s, func(tx climate.Tx) error {
+		evs, err := tx.ClaimDueEvents(ctx, now.Add(time.Minute), now.Add(10*time.Minute), 10)
+		if got := eventIDs(evs); err != nil || !reflect.DeepEqual(got, []string{"l1-e1"}) {
+			t.Errorf("claim after UNDONE: %v, %v; want [l1-e1]", got, err)
+		}
+		return nil
+	})
+
+	// Finish it (DONE): only the end event remains.
+	l = getLease(t, s, "l1")
+	l.Event(climate.EventStartLease).Status = climate.EventDone
+	update(t, s, func(tx climate.Tx) error { return tx.UpdateLease(ctx, l) })
+	checkNext(now.Add(time.Hour))
+	update(t, s, func(tx climate.Tx) error {
+		evs, err := tx.ClaimDueEvents(ctx, now.Add(30*time.Minute), now.Add(40*time.Minute), 10)
+		if err != nil || len(evs) != 0 {
+			t.Errorf("claim after DONE: %v, %v; want none", eventIDs(evs), err)
+		}
+		return nil
+	})
+}
+
+func testDeleteLeaseCascades(t *testing.T, s climate.Store) {
+	start, end := now.Add(-time.Hour), now.Add(time.Hour)
+	insertLeases(t, s, newLease("gone", "p1", start, end, "h1", "h2"), newLease("kept", "p1", start.Add(-time.Minute), end, "h3"))
+	update(t, s, func(tx climate.Tx) error { return tx.DeleteLease(ctx, "gone") })
+	view(t, s, func(tx climate.Tx) error {
+		_, err := tx.GetLease(ctx, "gone")
+		wantCode(t, "GetLease after delete", err, climate.CodeNotFound)
+		allocs, err := tx.ListAllocations(ctx, climate.AllocationFilter{LeaseID: "gone"})
+		if err != nil || len(allocs) != 0 {
+			t.Errorf("allocations of deleted lease: %v, %v; want none", allocationIDs(allocs), err)
+		}
+		allocs, err = tx.ListAllocations(ctx, climate.AllocationFilter{})
+		if got := allocationIDs(allocs); err != nil || !reflect.DeepEqual(got, []string{"kept-a-h3"}) {
+			t.Errorf("all allocations: %v, %v; want only kept's", got, err)
+		}
+		if leases, err := tx.ListLeases(ctx, climate.LeaseFilter{}); err != nil || len(leases) != 1 || leases[0].ID != "kept" {
+			t.Errorf("ListLeases after delete: %v, %v; want only kept", leases, err)
+		}
+		next, ok, err := tx.NextEventTime(ctx)
+		if err != nil || !ok || !next.Equal(start.Add(-time.Minute)) {
+			t.Errorf("NextEventTime: %v, %v, %v; want kept's start", next, ok, err)
+		}
+		return nil
+	})
+	update(t, s, func(tx climate.Tx) error {
+		evs, err := tx.ClaimDueEvents(ctx, end.Add(time.Hour), end.Add(2*time.Hour), 10)
+		if got := eventIDs(evs); err != nil || !reflect.DeepEqual(got, []string{"kept-e1", "kept-e2"}) {
+			t.Errorf("claimable events after delete: %v, %v; want only kept's", got, err)
+		}
+		return nil
+	})
+	// Nothing of the deleted lease lingers to clash with a new one under the same ids.
+	l := newLease("gone", "p1", start, end, "h1", "h2")
+	insertLeases(t, s, l)
+	checkLease(t, getLease(t, s, "gone"), *l)
+}
+
+func testListAllocations(t *testing.T, s climate.Store) {
+	h := func(n int) time.Time { return now.Add(time.Duration(n) * time.Hour) }
+	l4 := newLease("l4", "p1", h(0), h(20), "h3")
+	l4.Reservations = append(l4.Reservations, climate.Reservation{ID: "l4-r2", LeaseID: "l4", ResourceType: climate.ResourceTypeHost,
+		Status: climate.ReservationPending, Min: 1, Max: 1, CreatedAt: t0.Add(time.Second),
+		Allocations: []climate.Allocation{{ID: "l4-a-h1", ReservationID: "l4-r2", LeaseID: "l4", ResourceID: "h1", Start: h(30), End: h(40)}}})
+	insertLeases(t, s,
+		newLease("l2", "p1", h(10), h(20), "h1"), // back to back with l1
+		newLease("l1", "p1", h(0), h(10), "h1"),
+		newLease("l3", "p1", h(5), h(15), "h2"),
+		l4,
+	)
+	tests := []struct {
+		name string
+		f    climate.AllocationFilter
+		want []string
+	}{
+		{"all", climate.AllocationFilter{}, []string{"l1-a-h1", "l2-a-h1", "l4-a-h1", "l3-a-h2", "l4-a-h3"}},
+		{"nil resources", climate.AllocationFilter{ResourceIDs: nil, LeaseID: "l1"}, []string{"l1-a-h1"}},
+		{"empty resources", climate.AllocationFilter{ResourceIDs: []string{}}, nil},
+		{"one resource", climate.AllocationFilter{ResourceIDs: []string{"h1"}}, []string{"l1-a-h1", "l2-a-h1", "l4-a-h1"}},
+		{"resources", climate.AllocationFilter{ResourceIDs: []string{"h3", "h2", "nope"}}, []string{"l3-a-h2", "l4-a-h3"}},
+		{"lease", climate.AllocationFilter{LeaseID: "l4"}, []string{"l4-a-h1", "l4-a-h3"}},
+		{"reservation", climate.AllocationFilter{ReservationID: "l4-r2"}, []string{"l4-a-h1"}},
+		{"exclude", climate.AllocationFilter{ExcludeLeaseID: "l4"}, []string{"l1-a-h1", "l2-a-h1", "l3-a-h2"}},
+		{"from", climate.AllocationFilter{From: h(10)}, []string{"l2-a-h1", "l4-a-h1", "l3-a-h2", "l4-a-h3"}},
+		{"to", climate.AllocationFilter{To: h(10)}, []string{"l1-a-h1", "l3-a-h2", "l4-a-h3"}},
+		{"window", climate.AllocationFilter{From: h(9), To: h(11)}, []string{"l1-a-h1", "l2-a-h1", "l3-a-h2", "l4-a-h3"}},
+		{"back to back", climate.AllocationFilter{ResourceIDs: []string{"h1"}, From: h(10), To: h(20)}, []string{"l2-a-h1"}},
+		{"gap", climate.AllocationFilter{ResourceIDs: []string{"h1"}, From: h(20), To: h(30)}, nil},
+		{"inside", climate.AllocationFilter{From: h(12), To: h(13)}, []string{"l2-a-h1", "l3-a-h2", "l4-a-h3"}},
+		{"combined", climate.AllocationFilter{ResourceIDs: []string{"h1"}, From: h(10), To: h(20), ExcludeLeaseID: "l2"}, nil},
+	}
+	view(t, s, func(tx climate.Tx) error {
+		for _, tc := range tests {
+			got, err := tx.ListAllocations(ctx, tc.f)
+			if err != nil {
+				t.Errorf("%s: %v", tc.name, err)
+				continue
+			}
+			want := tc.want
+			if want == nil {
+				want = []string{}
+			}
+			if ids := allocationIDs(got); !reflect.DeepEqual(ids, want) {
+				t.Errorf("%s: got %v, want %v", tc.name, ids, want)
+			}
+		}
+		got, err := tx.ListAllocations(ctx, climate.AllocationFilter{ReservationID: "l3-r1"})
+		want := []climate.Allocation{{ID: "l3-a-h2", ReservationID: "l3-r1", LeaseID: "l3", ResourceID: "h2", Start: h(5), End: h(15)}}
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("allocation fields: got %+v, %v; want %+v", got, err, want)
+		}
+		return nil
+	})
+}
