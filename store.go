@@ -11,7 +11,8 @@ type Store interface {
 	// View runs fn in a read-only transaction that sees one consistent snapshot.
 	View(ctx context.Context, fn func(Tx) error) error
 	// Update runs fn in a write transaction; write transactions are serialized (SQLite: one
-	// writer, BEGIN IMMEDIATE). If fn returns an error, nothing it wrote is kept.
+	// writer, BEGIN IMMEDIATE). If fn returns an error, nothing it wrote is kept. fn must not
+	// call View or Update itself: with one writer, a nested Update deadlocks.
 	Update(ctx context.Context, fn func(Tx) error) error
 	Close() error
 }
@@ -24,6 +25,7 @@ type Tx interface {
 	// ListLeases returns leases (with children) matching f, ordered by creation time then id.
 	ListLeases(ctx context.Context, f LeaseFilter) ([]Lease, error)
 	// InsertLease writes a lease with its reservations, their allocations and its events.
+	// Children take their lease and reservation ids from the structs that contain them.
 	InsertLease(ctx context.Context, l *Lease) error
 	// UpdateLease writes the lease row and syncs its children by id: children absent from
 	// l are deleted, new ones inserted, existing ones updated.
@@ -40,7 +42,7 @@ type Tx interface {
 	// Extra capability names are registered as resource properties on first use.
 	InsertHost(ctx context.Context, h *Host) error
 	GetHost(ctx context.Context, id string) (*Host, error)
-	// ListHosts returns every host, ordered by creation then id.
+	// ListHosts returns every host, ordered by creation time, then registration order.
 	ListHosts(ctx context.Context) ([]Host, error)
 	// UpdateHost rewrites a host row and replaces its extra capabilities.
 	UpdateHost(ctx context.Context, h *Host) error
@@ -60,7 +62,7 @@ type Tx interface {
 	// ClaimDueEvents marks up to limit events IN_PROGRESS with a claim that expires at
 	// claimUntil, and returns them ordered by time (ties: end_lease, before_end_lease,
 	// start_lease, then id). Due events are UNDONE ones with Time <= now and IN_PROGRESS ones
-	// whose claim has expired (their claimer died).
+	// whose claim has expired (their claimer died). limit must be positive.
 	ClaimDueEvents(ctx context.Context, now, claimUntil time.Time, limit int) ([]Event, error)
 }
 
