@@ -5,7 +5,6 @@ package plan
 
 import (
 	"fmt"
-	"sort"
 	"time"
 
 	"climate"
@@ -13,23 +12,6 @@ import (
 
 // Window is a half-open time interval [Start, End).
 type Window struct{ Start, End time.Time }
-
-// Snapshot is what the planner sees: the inventory and the busy windows that overlap the
-// window being planned (other windows cannot matter).
-type Snapshot struct {
-	Hosts []climate.Host
-	// Busy maps a resource id to the windows in which it is already allocated.
-	Busy map[string][]Window
-}
-
-// NewSnapshot builds a snapshot from hosts and the allocations overlapping a window.
-func NewSnapshot(hosts []climate.Host, allocs []climate.Allocation) *Snapshot {
-	busy := make(map[string][]Window, len(allocs))
-	for _, a := range allocs {
-		busy[a.ResourceID] = append(busy[a.ResourceID], Window{a.Start, a.End})
-	}
-	return &Snapshot{Hosts: hosts, Busy: busy}
-}
 
 // HostRequest asks for between Min and Max whole hosts over Window.
 type HostRequest struct {
@@ -43,6 +25,11 @@ type HostRequest struct {
 	// Exclude lists hosts that may not be chosen (taken by another reservation of the
 	// same lease).
 	Exclude map[string]bool
+	// FilterKey identifies Match (the query's canonical form) so its result can be cached
+	// per inventory; empty disables caching.
+	FilterKey string
+	// Lease, on update, is the lease being re-planned: its own allocations do not count.
+	Lease string
 }
 
 // Explanation says why hosts were or were not found, with counts a user can act on.
@@ -59,63 +46,4 @@ type Explanation struct {
 func (e Explanation) String() string {
 	return fmt.Sprintf("%d requested, %d free in the window; of %d registered hosts %d do not match the properties, %d are not reservable, %d are taken by this lease and %d are booked in the window",
 		e.Requested, e.Free, e.Registered, e.FilteredOut, e.Unreservable, e.Excluded, e.Busy)
-}
-
-// PlaceHosts chooses hosts for r. It returns up to r.Max hosts (at least r.Min), or an
-// error with code conflict whose message keeps Blazar's "Not enough hosts available" text
-// and explains the shortage.
-//
-// Policy: preferred hosts first, then the remaining free hosts in inventory order
-// (registration order), so that results are deterministic.
-func PlaceHosts(s *Snapshot, r HostRequest) ([]string, Explanation, error) {
-	ex := Explanation{Requested: r.Min, Registered: len(s.Hosts)}
-	free := make([]string, 0, r.Max)
-	preferred := make(map[string]bool, len(r.Prefer))
-	for _, id := range r.Prefer {
-		preferred[id] = true
-	}
-	var freePreferred []string
-	for i := range s.Hosts {
-		h := &s.Hosts[i]
-		switch {
-		case !h.Reservable:
-			ex.Unreservable++
-		case r.Exclude[h.ID]:
-			ex.Excluded++
-		case r.Match != nil && !r.Match(h):
-			ex.FilteredOut++
-		case isBusy(s.Busy[h.ID], r.Window):
-			ex.Busy++
-		default:
-			ex.Free++
-			if preferred[h.ID] {
-				freePreferred = append(freePreferred, h.ID)
-			} else if len(free) < r.Max {
-				free = append(free, h.ID)
-			}
-		}
-	}
-	if ex.Free < r.Min {
-		return nil, ex, climate.Errorf(climate.CodeConflict, "Not enough hosts available: %s.", ex)
-	}
-	// Keep preferred hosts in the caller's order.
-	order := make(map[string]int, len(r.Prefer))
-	for i, id := range r.Prefer {
-		order[id] = i
-	}
-	sort.Slice(freePreferred, func(i, j int) bool { return order[freePreferred[i]] < order[freePreferred[j]] })
-	chosen := append(freePreferred, free...)
-	if len(chosen) > r.Max {
-		chosen = chosen[:r.Max]
-	}
-	return chosen, ex, nil
-}
-
-func isBusy(busy []Window, w Window) bool {
-	for _, b := range busy {
-		if climate.Overlaps(b.Start, b.End, w.Start, w.End) {
-			return true
-		}
-	}
-	return false
 }

@@ -141,6 +141,13 @@ func testHostIDs(t *testing.T, s climate.Store) {
 		}
 		return nil
 	})
+	// The newest auto-assigned id is not reused after its host is deleted either.
+	update(t, s, func(tx climate.Tx) error { return tx.DeleteHost(ctx, d.ID) })
+	e := computeHost("e", t0, nil)
+	insertHost(t, s, e)
+	if e.ID == d.ID {
+		t.Errorf("host e reused id %q of the deleted newest host", e.ID)
+	}
 }
 
 func testHostConflicts(t *testing.T, s climate.Store) {

@@ -1,0 +1,297 @@
+package plan
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"climate"
+)
+
+// Index is the planner's in-memory view of availability: every host with its busy
+// intervals sorted by start. Because the store never lets two allocations of one host
+// overlap, a host's intervals are disjoint and sorted by end as well, so "is this host free
+// over [s, e)?" is one binary search. The index is immutable for readers except through
+// Apply, which the caller serializes against reads (the manager holds a RWMutex).
+type Index struct {
+	// Revisions of the store the index reflects (see climate.Tx).
+	InventoryRevision, AllocationRevision int64
+
+	hosts  []climate.Host
+	pos    map[string]int32 // host id → position
+	busy   [][]interval     // per host, sorted by start
+	leases map[string]int32 // lease id → small integer used in intervals
+	nextID int32
+
+	mu      sync.Mutex // guards filters
+	filters map[string][]int32
+}
+
+type interval struct {
+	start, end int64 // microseconds since the epoch
+	lease      int32
+}
+
+// maxCachedFilters bounds the filter cache; it is simply reset when full.
+const maxCachedFilters = 256
+
+// NewIndex builds an index from the inventory and the allocations that may still matter.
+func NewIndex(hosts []climate.Host, allocs []climate.Allocation) *Index {
+	x := &Index{
+		hosts: hosts, pos: make(map[string]int32, len(hosts)), busy: make([][]interval, len(hosts)),
+		leases: map[string]int32{}, filters: map[string][]int32{},
+	}
+	for i := range hosts {
+		x.pos[hosts[i].ID] = int32(i)
+	}
+	for _, a := range allocs {
+		if p, ok := x.pos[a.ResourceID]; ok {
+			x.busy[p] = append(x.busy[p], interval{a.Start.UnixMicro(), a.End.UnixMicro(), x.leaseNum(a.LeaseID)})
+		}
+	}
+	for _, b := range x.busy {
+		sort.Slice(b, func(i, j int) bool { return b[i].start < b[j].start })
+	}
+	return x
+}
+
+func (x *Index) leaseNum(id string) int32 {
+	n, ok := x.leases[id]
+	if !ok {
+		x.nextID++
+		n = x.nextID
+		x.leases[id] = n
+	}
+	return n
+}
+
+// Hosts returns the inventory the index was built from.
+func (x *Index) Hosts() []climate.Host { return x.hosts }
+
+// Allocations returns how many intervals the index holds.
+func (x *Index) Allocations() int {
+	n := 0
+	for _, b := range x.busy {
+		n += len(b)
+	}
+	return n
+}
+
+// Apply updates the index with a committed change: remove are allocations that no longer
+// exist (or changed), add are the new ones. Callers must exclude concurrent readers.
+func (x *Index) Apply(remove, add []climate.Allocation) {
+	for _, a := range remove {
+		p, ok := x.pos[a.ResourceID]
+		if !ok {
+			continue
+		}
+		lease, s := x.leases[a.LeaseID], a.Start.UnixMicro()
+		b := x.busy[p]
+		i := sort.Search(len(b), func(i int) bool { return b[i].start >= s })
+		for ; i < len(b) && b[i].start == s; i++ {
+			if b[i].lease == lease && b[i].end == a.End.UnixMicro() {
+				x.busy[p] = append(b[:i], b[i+1:]...)
+				break
+			}
+		}
+	}
+	for _, a := range add {
+		p, ok := x.pos[a.ResourceID]
+		if !ok {
+			continue
+		}
+		iv := interval{a.Start.UnixMicro(), a.End.UnixMicro(), x.leaseNum(a.LeaseID)}
+		b := x.busy[p]
+		i := sort.Search(len(b), func(i int) bool { return b[i].start >= iv.start })
+		b = append(b, interval{})
+		copy(b[i+1:], b[i:])
+		b[i] = iv
+		x.busy[p] = b
+	}
+}
+
+// neighbours returns, for host p and window [s, e), whether it is free (ignoring intervals
+// of lease skip) and the free time around the window: from the previous interval's end to
+// the next one's start (math.MinInt64/MaxInt64 when none).
+func (x *Index) neighbours(p int32, s, e int64, skip int32) (free bool, prevEnd, nextStart int64) {
+	b := x.busy[p]
+	prevEnd, nextStart = minTime, maxTime
+	// First interval ending after s: intervals are disjoint, so ends are sorted too.
+	i := sort.Search(len(b), func(i int) bool { return b[i].end > s })
+	for j := i - 1; j >= 0; j-- {
+		if b[j].lease != skip {
+			prevEnd = b[j].end
+			break
+		}
+	}
+	for ; i < len(b); i++ {
+		if b[i].lease == skip {
+			continue
+		}
+		if b[i].start < e {
+			return false, 0, 0
+		}
+		nextStart = b[i].start
+		break
+	}
+	return true, prevEnd, nextStart
+}
+
+const (
+	minTime = -1 << 62
+	maxTime = 1 << 62
+	// openGap is how a missing neighbour counts in best fit: a host free "forever" on a
+	// side scores as if a year were free there.
+	openGap = int64(365 * 24 * time.Hour / time.Microsecond)
+)
+
+// candidates returns the positions of reservable hosts matching the request's filter,
+// evaluating the filter once per host per inventory revision and caching by FilterKey.
+func (x *Index) candidates(r *HostRequest) []int32 {
+	key := r.FilterKey
+	if r.Match == nil {
+		key = ""
+	}
+	x.mu.Lock()
+	c, ok := x.filters[key]
+	x.mu.Unlock()
+	if ok {
+		return c
+	}
+	c = make([]int32, 0, len(x.hosts))
+	for i := range x.hosts {
+		h := &x.hosts[i]
+		if h.Reservable && (r.Match == nil || r.Match(h)) {
+			c = append(c, int32(i))
+		}
+	}
+	if key != "" || r.Match == nil {
+		x.mu.Lock()
+		if len(x.filters) >= maxCachedFilters {
+			x.filters = map[string][]int32{}
+		}
+		x.filters[key] = c
+		x.mu.Unlock()
+	}
+	return c
+}
+
+// unreservable counts hosts marked not reservable (for explanations only).
+func (x *Index) unreservable() int {
+	n := 0
+	for i := range x.hosts {
+		if !x.hosts[i].Reservable {
+			n++
+		}
+	}
+	return n
+}
+
+// choice is a free candidate and how well it fits.
+type choice struct {
+	pos int32
+	fit int64 // free time left around the window; smaller is tighter
+}
+
+// PlaceHosts chooses between r.Min and r.Max hosts free over r.Window.
+//
+// Policy, best fit: preferred hosts first (a reservation keeps its hosts on update); then
+// the hosts where the window fits most tightly between existing bookings, i.e. the least
+// free time left around it, ties broken by registration order. This packs leases into gaps
+// and keeps long free blocks (and untouched hosts) for long or large requests, where
+// Blazar's "never used first" spreads short leases over every host. The scan stops early
+// once Max hosts that fit exactly (no time left on either side) are found.
+func (x *Index) PlaceHosts(r HostRequest) ([]string, Explanation, error) {
+	s, e := r.Window.Start.UnixMicro(), r.Window.End.UnixMicro()
+	skip := int32(-1)
+	if n, ok := x.leases[r.Lease]; ok && r.Lease != "" {
+		skip = n
+	}
+	cands := x.candidates(&r)
+	ex := Explanation{Requested: r.Min, Registered: len(x.hosts)}
+
+	chosen := make([]string, 0, r.Max)
+	taken := len(r.Prefer) > 0
+	for _, id := range r.Prefer {
+		p, ok := x.pos[id]
+		if !ok || len(chosen) == r.Max || r.Exclude[id] || !x.hosts[p].Reservable || (r.Match != nil && !r.Match(&x.hosts[p])) {
+			continue
+		}
+		if free, _, _ := x.neighbours(p, s, e, skip); free {
+			chosen = append(chosen, id)
+		}
+	}
+	isChosen := func(id string) bool {
+		for _, c := range chosen {
+			if c == id {
+				return true
+			}
+		}
+		return false
+	}
+
+	want := r.Max - len(chosen)
+	best := make([]choice, 0, want) // kept sorted by (fit, pos), at most want long
+	exact, scanned := 0, 0
+	for _, p := range cands {
+		if want == 0 || exact >= want {
+			break
+		}
+		scanned++
+		id := x.hosts[p].ID
+		if r.Exclude[id] {
+			ex.Excluded++
+			continue
+		}
+		if taken && isChosen(id) {
+			ex.Free++
+			continue
+		}
+		free, prevEnd, nextStart := x.neighbours(p, s, e, skip)
+		if !free {
+			ex.Busy++
+			continue
+		}
+		ex.Free++
+		fit := gap(prevEnd, s) + gap(e, nextStart)
+		if fit == 0 {
+			exact++
+		}
+		if len(best) == want && fit >= best[want-1].fit {
+			continue
+		}
+		i := sort.Search(len(best), func(i int) bool { return best[i].fit > fit })
+		if len(best) < want {
+			best = append(best, choice{})
+		}
+		copy(best[i+1:], best[i:len(best)-1])
+		best[i] = choice{p, fit}
+	}
+	for _, c := range best {
+		chosen = append(chosen, x.hosts[c.pos].ID)
+	}
+	if len(chosen) < r.Min {
+		ex.Unreservable = x.unreservable()
+		ex.FilteredOut = len(x.hosts) - ex.Unreservable - len(cands)
+		ex.Free = len(chosen) // the scan was complete: every free host is chosen
+		return nil, ex, climate.Errorf(climate.CodeConflict, "Not enough hosts available: %s.", ex)
+	}
+	if scanned == len(cands) {
+		ex.Unreservable = x.unreservable()
+		ex.FilteredOut = len(x.hosts) - ex.Unreservable - len(cands)
+	}
+	return chosen, ex, nil
+}
+
+func gap(from, to int64) int64 {
+	if from == minTime || to == maxTime {
+		return openGap
+	}
+	return to - from
+}
+
+// String describes the index for logs.
+func (x *Index) String() string {
+	return fmt.Sprintf("%d hosts, %d allocations (inventory rev %d, allocation rev %d)", len(x.hosts), x.Allocations(), x.InventoryRevision, x.AllocationRevision)
+}

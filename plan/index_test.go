@@ -1,0 +1,229 @@
+package plan_test
+
+import (
+	"math/rand"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"climate"
+	"climate/plan"
+	"climate/query"
+	"climate/workload"
+)
+
+// bruteFree is the obvious definition: a reservable matching host with no allocation
+// overlapping the window.
+func bruteFree(book *workload.Book, allocs []climate.Allocation, q *query.Query, w workload.Window, skipLease string) []string {
+	busy := map[string]bool{}
+	for _, a := range allocs {
+		if a.LeaseID != skipLease && climate.Overlaps(a.Start, a.End, w.Start, w.End) {
+			busy[a.ResourceID] = true
+		}
+	}
+	var out []string
+	for i := range book.Hosts {
+		h := &book.Hosts[i]
+		if h.Reservable && q.Match(h.Property) && !busy[h.ID] {
+			out = append(out, h.ID)
+		}
+	}
+	return out
+}
+
+func bookAllocations(b *workload.Book) []climate.Allocation {
+	var out []climate.Allocation
+	for _, l := range b.Leases {
+		for _, r := range l.Reservations {
+			out = append(out, r.Allocations...)
+		}
+	}
+	return out
+}
+
+func filtered(t testing.TB) *query.Query {
+	a, err := query.Parse(workload.FilteredHypervisorProperties)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := query.Parse(workload.FilteredResourceProperties)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return query.And(a, b)
+}
+
+func request(q *query.Query, w workload.Window) plan.HostRequest {
+	r := plan.HostRequest{Window: plan.Window{Start: w.Start, End: w.End}, Min: 10, Max: 10, FilterKey: q.String()}
+	if !q.MatchAll() {
+		r.Match = func(h *climate.Host) bool { return q.Match(h.Property) }
+	}
+	return r
+}
+
+// For every request window, the index's free hosts equal a brute-force scan of the book.
+func TestFreeHostsEqualBruteForce(t *testing.T) {
+	for _, scale := range []struct{ h, r, windows int }{{100, 1000, 300}, {1000, 10000, 100}} {
+		book := workload.Generate(scale.h, scale.r)
+		allocs := bookAllocations(book)
+		x := plan.NewIndex(book.Hosts, allocs)
+		for _, q := range []*query.Query{nil, filtered(t)} {
+			for i, w := range workload.Windows(scale.windows) {
+				got := x.FreeHosts(request(q, w))
+				want := bruteFree(book, allocs, q, w, "")
+				if strings.Join(got, ",") != strings.Join(want, ",") {
+					t.Fatalf("H=%d window %d (%s): index says %d free, brute force %d", scale.h, i, q, len(got), len(want))
+				}
+				chosen, _, err := x.PlaceHosts(request(q, w))
+				if len(want) >= 10 && (err != nil || len(chosen) != 10) {
+					t.Fatalf("window %d: %d free but PlaceHosts gave %v, %v", i, len(want), chosen, err)
+				}
+				if len(want) < 10 && climate.ErrorCode(err) != climate.CodeConflict {
+					t.Fatalf("window %d: %d free but PlaceHosts did not refuse: %v", i, len(want), err)
+				}
+				free := map[string]bool{}
+				for _, id := range want {
+					free[id] = true
+				}
+				for _, id := range chosen {
+					if !free[id] {
+						t.Fatalf("window %d: chose busy host %s", i, id)
+					}
+				}
+			}
+		}
+	}
+}
+
+// Random requests booked one after another, each applied to the index as the manager does
+// after a commit: no plan may ever overlap an existing allocation, and deletes (Apply with
+// removals) free hosts again.
+func TestRandomBookingsNeverOverlap(t *testing.T) {
+	rng := rand.New(rand.NewSource(42))
+	book := workload.Generate(40, 200)
+	allocs := bookAllocations(book)
+	x := plan.NewIndex(book.Hosts, allocs)
+	booked := 0
+	for i := 0; i < 3000; i++ {
+		if i%7 == 6 && len(allocs) > 0 { // delete a random lease's allocations
+			victim := allocs[rng.Intn(len(allocs))].LeaseID
+			var gone, kept []climate.Allocation
+			for _, a := range allocs {
+				if a.LeaseID == victim {
+					gone = append(gone, a)
+				} else {
+					kept = append(kept, a)
+				}
+			}
+			x.Apply(gone, nil)
+			allocs = kept
+			continue
+		}
+		s := workload.T0.Add(time.Duration(rng.Intn(2000)) * time.Hour)
+		w := plan.Window{Start: s, End: s.Add(time.Duration(1+rng.Intn(100)) * time.Hour)}
+		min := 1 + rng.Intn(5)
+		hosts, _, err := x.PlaceHosts(plan.HostRequest{Window: w, Min: min, Max: min + rng.Intn(3)})
+		if err != nil {
+			continue
+		}
+		lease := "new-" + string(rune('A'+i%26)) + time.Duration(i).String()
+		var add []climate.Allocation
+		for _, h := range hosts {
+			for _, a := range allocs {
+				if a.ResourceID == h && climate.Overlaps(a.Start, a.End, w.Start, w.End) {
+					t.Fatalf("request %d: host %s is already booked [%s, %s)", i, h, a.Start, a.End)
+				}
+			}
+			add = append(add, climate.Allocation{LeaseID: lease, ResourceID: h, Start: w.Start, End: w.End})
+		}
+		x.Apply(nil, add)
+		allocs = append(allocs, add...)
+		booked++
+	}
+	if booked < 500 {
+		t.Fatalf("only %d bookings: the test exercises too little", booked)
+	}
+	if x.Allocations() != len(allocs) {
+		t.Fatalf("index holds %d allocations, the book %d", x.Allocations(), len(allocs))
+	}
+}
+
+// The earliest slot is feasible, and no earlier candidate start (the search start or any
+// booking's end) is.
+func TestEarliestSlotsEqualBruteForce(t *testing.T) {
+	book := workload.Generate(100, 1000)
+	allocs := bookAllocations(book)
+	x := plan.NewIndex(book.Hosts, allocs)
+	var ends []time.Time
+	for _, a := range allocs {
+		ends = append(ends, a.End)
+	}
+	sort.Slice(ends, func(i, j int) bool { return ends[i].Before(ends[j]) })
+	q := filtered(t)
+	rng := rand.New(rand.NewSource(3))
+	for trial := 0; trial < 60; trial++ {
+		count := 1 + rng.Intn(12)
+		dur := time.Duration(1+rng.Intn(96)) * time.Hour
+		after := workload.T0.Add(time.Duration(rng.Intn(1500)) * time.Hour).Add(17 * time.Minute)
+		deadline := after.Add(time.Duration(24+rng.Intn(1000)) * time.Hour)
+		var qq *query.Query
+		if trial%2 == 1 {
+			qq = q
+		}
+		req := plan.SlotRequest{Count: count, Duration: dur, After: after, Deadline: deadline, Limit: 3, FilterKey: qq.String()}
+		if qq != nil {
+			req.Match = func(h *climate.Host) bool { return qq.Match(h.Property) }
+		}
+		slots := x.EarliestSlots(req)
+		feasible := func(s time.Time) int {
+			return len(bruteFree(book, allocs, qq, workload.Window{Start: s, End: s.Add(dur)}, ""))
+		}
+		var want time.Time
+		candidates := append([]time.Time{after}, ends...)
+		for _, c := range candidates {
+			if c.Before(after) || c.Add(dur).After(deadline) {
+				continue
+			}
+			if feasible(c) >= count && (want.IsZero() || c.Before(want)) {
+				want = c
+			}
+		}
+		if want.IsZero() {
+			if len(slots) != 0 {
+				t.Fatalf("trial %d: brute force finds no slot, index found %v", trial, slots[0])
+			}
+			continue
+		}
+		if len(slots) == 0 || !slots[0].Start.Equal(want) {
+			t.Fatalf("trial %d (count %d, %s): earliest %v, brute force %s", trial, count, dur, slots, want)
+		}
+		for _, s := range slots {
+			if n := feasible(s.Start); n < count || n != s.Free || s.End.After(deadline) {
+				t.Fatalf("trial %d: slot %+v has %d free hosts", trial, s, n)
+			}
+		}
+	}
+}
+
+func TestTimelineEqualsBruteForce(t *testing.T) {
+	book := workload.Generate(100, 1000)
+	allocs := bookAllocations(book)
+	x := plan.NewIndex(book.Hosts, allocs)
+	q := filtered(t)
+	from := workload.T0.Add(100*time.Hour + 30*time.Minute)
+	to := from.Add(10*24*time.Hour + 5*time.Hour)
+	step := 6 * time.Hour
+	buckets, total := x.Timeline(func(h *climate.Host) bool { return q.Match(h.Property) }, q.String(), from, to, step)
+	if want := len(bruteFree(book, nil, q, workload.Window{Start: from, End: to}, "")); total != want {
+		t.Fatalf("total %d, want %d", total, want)
+	}
+	if len(buckets) != 41 || !buckets[40].End.Equal(to) { // 245h in 6h steps: 40 whole, 1 cut short
+		t.Fatalf("%d buckets, last ends %s", len(buckets), buckets[len(buckets)-1].End)
+	}
+	for _, b := range buckets {
+		if want := len(bruteFree(book, allocs, q, workload.Window{Start: b.Start, End: b.End}, "")); b.Free != want {
+			t.Fatalf("bucket %s: %d free, brute force %d", b.Start, b.Free, want)
+		}
+	}
+}

@@ -1,0 +1,203 @@
+package plan
+
+import (
+	"container/heap"
+	"sort"
+	"time"
+
+	"climate"
+)
+
+// FreeHosts returns the ids of reservable hosts matching r's filter that are free over
+// r.Window (ignoring r.Lease's own allocations), in registration order.
+func (x *Index) FreeHosts(r HostRequest) []string {
+	s, e := r.Window.Start.UnixMicro(), r.Window.End.UnixMicro()
+	skip := int32(-1)
+	if n, ok := x.leases[r.Lease]; ok && r.Lease != "" {
+		skip = n
+	}
+	var out []string
+	for _, p := range x.candidates(&r) {
+		if free, _, _ := x.neighbours(p, s, e, skip); free {
+			out = append(out, x.hosts[p].ID)
+		}
+	}
+	return out
+}
+
+// SlotRequest asks for the earliest windows of length Duration, starting at or after
+// After and ending by Deadline, in which Count matching hosts are free.
+type SlotRequest struct {
+	Count     int
+	Duration  time.Duration
+	After     time.Time
+	Deadline  time.Time
+	Match     func(*climate.Host) bool
+	FilterKey string
+	// Limit is how many candidate windows to return (the earliest first).
+	Limit int
+}
+
+// Slot is a window in which enough hosts are free.
+type Slot struct {
+	Start, End time.Time
+	Free       int // matching hosts free over the whole window
+}
+
+// EarliestSlots returns up to r.Limit windows, earliest first, in which at least r.Count
+// matching hosts are free for r.Duration. Candidate starts are r.After and the ends of
+// existing bookings; each host contributes the starts from which it stays free for the
+// duration, and a sweep over those intervals (merged lazily across hosts with a heap)
+// stops at the first starts where enough hosts overlap.
+func (x *Index) EarliestSlots(r SlotRequest) []Slot {
+	after, deadline := r.After.UnixMicro(), r.Deadline.UnixMicro()
+	length := r.Duration.Microseconds()
+	last := deadline - length // latest possible start
+	if r.Count <= 0 || length <= 0 || last < after {
+		return nil
+	}
+	var h slotHeap
+	for _, p := range x.candidates(&HostRequest{Match: r.Match, FilterKey: r.FilterKey}) {
+		it := &goodStarts{busy: x.busy[p], length: length, last: last, cur: after}
+		it.i = sort.Search(len(it.busy), func(i int) bool { return it.busy[i].end > after })
+		if it.next() {
+			h = append(h, it)
+		}
+	}
+	heap.Init(&h)
+	var out []Slot
+	count := 0
+	for len(h) > 0 && len(out) < r.Limit {
+		t := h[0].at()
+		// Apply every event at t: ends (exclusive) and starts alike.
+		for len(h) > 0 && h[0].at() == t {
+			it := h[0]
+			if it.open {
+				count--
+				if it.next() {
+					heap.Fix(&h, 0)
+				} else {
+					heap.Pop(&h)
+				}
+			} else {
+				count++
+				it.open = true
+				heap.Fix(&h, 0)
+			}
+		}
+		if count >= r.Count {
+			start := time.UnixMicro(t).UTC()
+			out = append(out, Slot{Start: start, End: start.Add(r.Duration), Free: count})
+		}
+	}
+	return out
+}
+
+// goodStarts walks one host's intervals of feasible start times [gs, ge] (inclusive),
+// exposing them as two events: open at gs, close at ge+1µs.
+type goodStarts struct {
+	busy         []interval
+	i            int
+	length, last int64
+	cur          int64 // the host is free from cur
+	gs, ge       int64
+	open         bool
+}
+
+// next advances to the host's next feasible start interval; false when none is left.
+func (g *goodStarts) next() bool {
+	g.open = false
+	for g.cur <= g.last {
+		limit := int64(maxTime)
+		if g.i < len(g.busy) {
+			limit = g.busy[g.i].start
+		}
+		if limit-g.cur >= g.length {
+			g.gs, g.ge = g.cur, min(limit-g.length, g.last)
+			if g.i < len(g.busy) {
+				g.cur = max(g.cur, g.busy[g.i].end)
+				g.i++
+			} else {
+				g.cur = maxTime
+			}
+			return true
+		}
+		if g.i >= len(g.busy) {
+			return false
+		}
+		g.cur = max(g.cur, g.busy[g.i].end)
+		g.i++
+	}
+	return false
+}
+
+func (g *goodStarts) at() int64 {
+	if g.open {
+		return g.ge + 1
+	}
+	return g.gs
+}
+
+type slotHeap []*goodStarts
+
+func (h slotHeap) Len() int { return len(h) }
+func (h slotHeap) Less(i, j int) bool {
+	a, b := h[i].at(), h[j].at()
+	if a != b {
+		return a < b
+	}
+	return h[i].open && !h[j].open // closes before opens at one instant
+}
+func (h slotHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *slotHeap) Push(v any)   { *h = append(*h, v.(*goodStarts)) }
+func (h *slotHeap) Pop() any {
+	old := *h
+	v := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return v
+}
+
+// Bucket is one step of an availability timeline.
+type Bucket struct {
+	Start, End time.Time
+	Free       int // matching hosts free for the whole bucket
+}
+
+// Timeline counts, for each bucket of width step in [from, to), the matching reservable
+// hosts free for the whole bucket. It also returns how many hosts match the filter.
+func (x *Index) Timeline(match func(*climate.Host) bool, filterKey string, from, to time.Time, step time.Duration) ([]Bucket, int) {
+	cands := x.candidates(&HostRequest{Match: match, FilterKey: filterKey})
+	f, st := from.UnixMicro(), step.Microseconds()
+	n := int((to.UnixMicro() - f + st - 1) / st)
+	if n <= 0 || st <= 0 {
+		return nil, len(cands)
+	}
+	diff := make([]int, n+1) // busy hosts per bucket, as a difference array
+	for _, p := range cands {
+		b := x.busy[p]
+		i := sort.Search(len(b), func(i int) bool { return b[i].end > f })
+		marked := -1 // last bucket already counted busy for this host
+		for ; i < len(b) && b[i].start < f+int64(n)*st; i++ {
+			lo := int(max(b[i].start-f, 0) / st)
+			hi := int((b[i].end - f + st - 1) / st) // exclusive
+			lo, hi = max(lo, marked+1), min(hi, n)
+			if lo < hi {
+				diff[lo]++
+				diff[hi]--
+				marked = hi - 1
+			}
+		}
+	}
+	out := make([]Bucket, n)
+	busy := 0
+	for k := 0; k < n; k++ {
+		busy += diff[k]
+		start := from.Add(time.Duration(k) * step)
+		end := start.Add(step)
+		if end.After(to) {
+			end = to
+		}
+		out[k] = Bucket{Start: start.UTC(), End: end.UTC(), Free: len(cands) - busy}
+	}
+	return out, len(cands)
+}
