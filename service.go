@@ -29,14 +29,24 @@ type HostService interface {
 	SetHostPropertyPrivate(ctx context.Context, who Identity, name string, private bool) (*ResourceProperty, error)
 }
 
-// Date is a date as a request gives it: unset, "now", or a time.
+// AvailabilityService answers calendar questions about hosts (Climate's extensions).
+type AvailabilityService interface {
+	// EarliestSlots finds the earliest windows in which enough matching hosts are free.
+	EarliestSlots(ctx context.Context, who Identity, q SlotQuery) ([]Slot, error)
+	// Timeline counts matching hosts free in each time bucket of a range.
+	Timeline(ctx context.Context, who Identity, q TimelineQuery) (*Timeline, error)
+}
+
+// Date is a date as a request gives it: unset, "now", "earliest" (lease creation only:
+// the earliest start at which the reservation fits), or a time.
 type Date struct {
-	Now  bool
-	Time time.Time
+	Now      bool
+	Earliest bool
+	Time     time.Time
 }
 
 // IsSet reports whether the request gave the date.
-func (d Date) IsSet() bool { return d.Now || !d.Time.IsZero() }
+func (d Date) IsSet() bool { return d.Now || d.Earliest || !d.Time.IsZero() }
 
 // LeaseRequest is a request to create a lease.
 type LeaseRequest struct {
@@ -44,6 +54,43 @@ type LeaseRequest struct {
 	Start, End   Date
 	BeforeEnd    *time.Time
 	Reservations []ReservationRequest
+	// Duration and Deadline go with Start.Earliest: the lease lasts Duration and must end
+	// by Deadline (zero: a year from now).
+	Duration time.Duration
+	Deadline time.Time
+	// DryRun plans the lease and returns it without writing anything.
+	DryRun bool
+}
+
+// SlotQuery asks for the earliest windows of Duration, starting at or after After and
+// ending by Deadline, in which Count hosts matching the properties are free.
+type SlotQuery struct {
+	Count                int
+	Duration             time.Duration
+	After, Deadline      time.Time // zero: now, and a year after After
+	HypervisorProperties string
+	ResourceProperties   string
+	Limit                int // how many windows; zero means 3
+}
+
+// Slot is a window in which enough hosts are free.
+type Slot struct {
+	Start, End time.Time
+	Free       int // matching hosts free for the whole window
+}
+
+// TimelineQuery asks how many matching hosts are free in each Step of [From, To).
+type TimelineQuery struct {
+	From, To             time.Time
+	Step                 time.Duration
+	HypervisorProperties string
+	ResourceProperties   string
+}
+
+// Timeline is the answer to a TimelineQuery.
+type Timeline struct {
+	Matching int    // reservable hosts matching the properties
+	Buckets  []Slot // Free counts hosts free for the whole bucket
 }
 
 // ReservationRequest describes one reservation in a create or update request. Nil

@@ -36,6 +36,9 @@ type Tx interface {
 
 	// ListAllocations returns allocations matching f, ordered by resource id then start.
 	ListAllocations(ctx context.Context, f AllocationFilter) ([]Allocation, error)
+	// AllocationRevision increases whenever an allocation is added, changed or removed, so
+	// an in-memory availability index can tell whether it is current.
+	AllocationRevision(ctx context.Context) (int64, error)
 
 	// InsertHost registers a host; when h.ID is empty it assigns the decimal string of a
 	// never-reused increasing integer (Blazar's clients treat numeric strings as host ids).

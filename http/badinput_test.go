@@ -162,7 +162,7 @@ func badCases() []badCase {
 		post("before_end_date at end", leaseWith(`{"before_end_date": "2026-11-23 10:00"}`), 400, "Datetime is out of lease limits"),
 		post("before_end_date before start", leaseWith(`{"before_end_date": "2026-11-22 09:00"}`), 400, "Datetime is out of lease limits"),
 		post("before_end_date at start", leaseWith(`{"before_end_date": "2026-11-22 10:00"}`), 400, "Datetime is out of lease limits"),
-		post("before_end_date now", leaseWith(`{"before_end_date": "now"}`), 400, "before_end_date cannot be \"now\""),
+		post("before_end_date now", leaseWith(`{"before_end_date": "now"}`), 400, "before_end_date must be a date"),
 		post("before_end_date bogus", leaseWith(`{"before_end_date": "soon"}`), 400, "soon is an invalid date"),
 
 		// Property queries.
@@ -205,7 +205,7 @@ func badCases() []badCase {
 		put("update end before start", `{"end_date": "2026-11-22 09:00"}`, 400, "End date must be later than current and start date"),
 		put("update end now", `{"end_date": "now"}`, 400, "End date must be later than current and start date"),
 		put("update before_end_date outside", `{"before_end_date": "2026-11-24 10:00"}`, 400, "Datetime is out of lease limits"),
-		put("update before_end_date now", `{"before_end_date": "now"}`, 400, `before_end_date cannot be "now"`),
+		put("update before_end_date now", `{"before_end_date": "now"}`, 400, `before_end_date must be a date`),
 		put("update events", `{"events": [{}]}`, 400, "User-defined events"),
 		put("update reservations object", `{"reservations": {"id": "{{res}}"}}`, 400, "Malformed parameter reservations"),
 		put("update reservation without id", `{"reservations": [{"min": 1}]}`, 400, "Missing parameter reservation ID"),

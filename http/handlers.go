@@ -31,6 +31,15 @@ func (s *Server) createLease(r *http.Request, who climate.Identity) (int, any, e
 	if err != nil {
 		return 0, nil, err
 	}
+	if req.DryRun {
+		out := toLeaseJSON(l)
+		for i, res := range l.Reservations {
+			for _, a := range res.Allocations {
+				out.Reservations[i].Hosts = append(out.Reservations[i].Hosts, a.ResourceID)
+			}
+		}
+		return http.StatusOK, map[string]any{"lease": out, "dry_run": true}, nil
+	}
 	return http.StatusCreated, map[string]any{"lease": toLeaseJSON(l)}, nil
 }
 

@@ -26,8 +26,10 @@ const MaxBodyBytes = 1 << 20
 type Server struct {
 	Leases climate.LeaseService
 	Hosts  climate.HostService
-	Auth   Authenticator
-	Logger *slog.Logger
+	// Availability serves Climate's calendar extensions; nil leaves them out.
+	Availability climate.AvailabilityService
+	Auth         Authenticator
+	Logger       *slog.Logger
 }
 
 // Handler returns the API's root handler.
@@ -61,6 +63,10 @@ func (s *Server) Handler() http.Handler {
 			notFound.ServeHTTP(w, r)
 		}
 	})
+	if s.Availability != nil {
+		mux.Handle("/v1/availability/earliest", s.methods(map[string]handler{"GET": s.earliest}))
+		mux.Handle("/v1/availability/timeline", s.methods(map[string]handler{"GET": s.timeline}))
+	}
 	mux.Handle("/", s.methods(nil)) // unknown routes: 404 in Blazar's error shape
 	return s.middleware(mux)
 }

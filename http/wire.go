@@ -2,6 +2,7 @@ package http
 
 import (
 	"encoding/json"
+	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -44,8 +45,11 @@ var dateLayouts = []string{apiDateFormat, "2006-01-02 15:04:05", time.RFC3339Nan
 // parseDate parses a request date; all dates without an offset are UTC.
 func parseDate(s string) (climate.Date, bool) {
 	s = strings.TrimSpace(s)
-	if s == "now" {
+	switch s {
+	case "now":
 		return climate.Date{Now: true}, true
+	case "earliest":
+		return climate.Date{Earliest: true}, true
 	}
 	for _, layout := range dateLayouts {
 		// The zero time is refused: climate.Date reads it as "not given", so it would be
@@ -88,6 +92,8 @@ type reservationJSON struct {
 	HypervisorProperties string  `json:"hypervisor_properties"`
 	ResourceProperties   string  `json:"resource_properties"`
 	BeforeEnd            string  `json:"before_end"`
+	// Hosts is Climate's extension on dry runs: what would be allocated.
+	Hosts []string `json:"hosts,omitempty"`
 }
 
 type eventJSON struct {
@@ -322,15 +328,89 @@ func beforeEndDate(o object) (*time.Time, error) {
 	if err != nil || !d.IsSet() {
 		return nil, err
 	}
-	if d.Now {
-		return nil, climate.Errorf(climate.CodeInvalid, "before_end_date cannot be \"now\"")
+	if d.Now || d.Earliest {
+		return nil, climate.Errorf(climate.CodeInvalid, "before_end_date must be a date")
 	}
 	return &d.Time, nil
 }
 
+// parseDuration reads a duration such as "90m", "4h", "2d" or "1d12h" (Go's syntax plus
+// days).
+func parseDuration(s string) (time.Duration, bool) {
+	s = strings.TrimSpace(s)
+	var days int64
+	if i := strings.IndexByte(s, 'd'); i > 0 {
+		n, err := strconv.ParseInt(s[:i], 10, 32)
+		if err != nil {
+			return 0, false
+		}
+		days, s = n, s[i+1:]
+	}
+	var rest time.Duration
+	if s != "" {
+		var err error
+		if rest, err = time.ParseDuration(s); err != nil {
+			return 0, false
+		}
+	}
+	d := time.Duration(days)*24*time.Hour + rest
+	return d, d > 0
+}
+
+// duration returns a duration field ("4h", "2d", …); absent or null gives zero.
+func (o object) duration(key string) (time.Duration, error) {
+	s, err := o.str(key)
+	if err != nil || s == nil {
+		return 0, err
+	}
+	d, ok := parseDuration(*s)
+	if !ok {
+		return 0, climate.Errorf(climate.CodeInvalid, "%s %q is not a positive duration: use forms like 90m, 4h, 2d or 1d12h", key, *s)
+	}
+	return d, nil
+}
+
+// boolean returns a boolean field; absent or null gives false.
+func (o object) boolean(key string) (bool, error) {
+	raw, ok := o[key]
+	if !ok || isNull(raw) {
+		return false, nil
+	}
+	switch string(raw) {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return false, malformed(key, "true or false")
+}
+
+// instant returns a date field that must be a point in time (not "now" or "earliest").
+func (o object) instant(key string) (time.Time, error) {
+	d, err := o.date(key)
+	if err != nil || !d.IsSet() {
+		return time.Time{}, err
+	}
+	if d.Now || d.Earliest {
+		return time.Time{}, climate.Errorf(climate.CodeInvalid, "%s must be a date", key)
+	}
+	return d.Time, nil
+}
+
 func decodeLeaseRequest(o object) (climate.LeaseRequest, error) {
 	var req climate.LeaseRequest
-	if err := o.only("a lease", "name", "start_date", "end_date", "before_end_date", "reservations", "events"); err != nil {
+	if err := o.only("a lease", "name", "start_date", "end_date", "before_end_date", "reservations", "events",
+		"duration", "deadline", "dry_run"); err != nil {
+		return req, err
+	}
+	var err error
+	if req.Duration, err = o.duration("duration"); err != nil {
+		return req, err
+	}
+	if req.Deadline, err = o.instant("deadline"); err != nil {
+		return req, err
+	}
+	if req.DryRun, err = o.boolean("dry_run"); err != nil {
 		return req, err
 	}
 	name, err := o.str("name")
@@ -354,6 +434,14 @@ func decodeLeaseRequest(o object) (climate.LeaseRequest, error) {
 	}
 	req.Reservations, err = decodeReservations(o, false)
 	return req, err
+}
+
+// noEarliest refuses "earliest" where only lease creation accepts it.
+func noEarliest(key string, d climate.Date) error {
+	if d.Earliest {
+		return climate.Errorf(climate.CodeInvalid, "%s \"earliest\" is only accepted when creating a lease", key)
+	}
+	return nil
 }
 
 // noUserEvents accepts the empty "events" list python-blazarclient always sends. Blazar
@@ -382,6 +470,9 @@ func decodeLeaseUpdate(o object) (climate.LeaseUpdate, error) {
 		return u, err
 	}
 	if u.End, err = o.date("end_date"); err != nil {
+		return u, err
+	}
+	if err := errors.Join(noEarliest("start_date", u.Start), noEarliest("end_date", u.End)); err != nil {
 		return u, err
 	}
 	if u.BeforeEnd, err = beforeEndDate(o); err != nil {

@@ -92,32 +92,9 @@ func (m *Manager) CreateLease(ctx context.Context, who climate.Identity, req cli
 	if !req.Start.IsSet() {
 		return nil, invalid("Missing parameter start_date")
 	}
-	if !req.End.IsSet() {
-		return nil, invalid("Missing parameter end_date")
-	}
-	start, end := resolve(req.Start, now), resolve(req.End, now)
-	// Blazar compares with "now" truncated to the minute, so a start in the current minute
-	// is accepted; we keep that for clients that only send minutes.
-	if start.Before(now.Truncate(time.Minute)) {
-		return nil, invalid("Start date must be later than current date")
-	}
-	if !end.After(start) {
-		return nil, invalid("End date must be later than start date.")
-	}
 	l := &climate.Lease{
 		ID: newID(), Name: req.Name, UserID: who.UserID, ProjectID: who.ProjectID,
-		Start: start, End: end, Status: climate.LeasePending, CreatedAt: now,
-	}
-	beforeEnd, err := m.beforeEndTime(req.BeforeEnd, start, end)
-	if err != nil {
-		return nil, err
-	}
-	l.Events = []climate.Event{
-		{ID: newID(), LeaseID: l.ID, Type: climate.EventStartLease, Time: start, Status: climate.EventUndone, CreatedAt: now},
-		{ID: newID(), LeaseID: l.ID, Type: climate.EventEndLease, Time: end, Status: climate.EventUndone, CreatedAt: now},
-	}
-	if !beforeEnd.IsZero() {
-		l.Events = append(l.Events, climate.Event{ID: newID(), LeaseID: l.ID, Type: climate.EventBeforeEndLease, Time: beforeEnd, Status: climate.EventUndone, CreatedAt: now})
+		Status: climate.LeasePending, CreatedAt: now,
 	}
 	for _, rr := range req.Reservations {
 		r, err := newReservation(rr)
@@ -127,13 +104,61 @@ func (m *Manager) CreateLease(ctx context.Context, who climate.Identity, req cli
 		r.ID, r.LeaseID, r.Status, r.CreatedAt = newID(), l.ID, climate.ReservationPending, now
 		l.Reservations = append(l.Reservations, r)
 	}
-	err = m.planAndCommit(ctx, l, nil, func(tx climate.Tx) error { return tx.InsertLease(ctx, l) })
+	var search *slotSearch
+	if req.Start.Earliest {
+		var err error
+		if search, err = newSlotSearch(req, l, now); err != nil {
+			return nil, err
+		}
+	} else {
+		if req.Duration != 0 || !req.Deadline.IsZero() {
+			return nil, invalid("duration and deadline go with start_date \"earliest\"")
+		}
+		if !req.End.IsSet() {
+			return nil, invalid("Missing parameter end_date")
+		}
+		if req.End.Earliest {
+			return nil, invalid("end_date cannot be \"earliest\": give start_date \"earliest\" and a duration")
+		}
+		l.Start, l.End = resolve(req.Start, now), resolve(req.End, now)
+		// Blazar compares with "now" truncated to the minute, so a start in the current
+		// minute is accepted; we keep that for clients that only send minutes.
+		if l.Start.Before(now.Truncate(time.Minute)) {
+			return nil, invalid("Start date must be later than current date")
+		}
+		if !l.End.After(l.Start) {
+			return nil, invalid("End date must be later than start date.")
+		}
+		if err := m.setEvents(l, req.BeforeEnd, now); err != nil {
+			return nil, err
+		}
+	}
+	err := m.planAndCommit(ctx, l, nil, planOptions{dryRun: req.DryRun, search: search}, func(tx climate.Tx) error { return tx.InsertLease(ctx, l) })
 	if err != nil {
 		return nil, err
+	}
+	if req.DryRun {
+		return l, nil
 	}
 	m.eventsChanged()
 	m.notify(ctx, "lease.create", l)
 	return l, nil
+}
+
+// setEvents gives a new lease its start, end and before_end events.
+func (m *Manager) setEvents(l *climate.Lease, beforeEndGiven *time.Time, now time.Time) error {
+	beforeEnd, err := m.beforeEndTime(beforeEndGiven, l.Start, l.End)
+	if err != nil {
+		return err
+	}
+	l.Events = []climate.Event{
+		{ID: newID(), LeaseID: l.ID, Type: climate.EventStartLease, Time: l.Start, Status: climate.EventUndone, CreatedAt: now},
+		{ID: newID(), LeaseID: l.ID, Type: climate.EventEndLease, Time: l.End, Status: climate.EventUndone, CreatedAt: now},
+	}
+	if !beforeEnd.IsZero() {
+		l.Events = append(l.Events, climate.Event{ID: newID(), LeaseID: l.ID, Type: climate.EventBeforeEndLease, Time: beforeEnd, Status: climate.EventUndone, CreatedAt: now})
+	}
+	return nil
 }
 
 // beforeEndTime returns when the before_end_lease event fires, or zero for none.
@@ -205,19 +230,22 @@ func validateHostReservation(r *climate.Reservation) error {
 
 // parseFilter parses a reservation's two property queries and checks every property name
 // it uses is known, so a typo is a 400 rather than a silent "no host matches".
-func parseFilter(r *climate.Reservation, inv *inventory) (*query.Query, error) {
+func parseFilter(r *climate.Reservation, known map[string]climate.ResourceProperty) (*query.Query, error) {
+	return parseQueries(known, [2]string{"hypervisor_properties", r.HypervisorProperties}, [2]string{"resource_properties", r.ResourceProperties})
+}
+
+// parseQueries parses named property queries into one and checks their property names.
+func parseQueries(known map[string]climate.ResourceProperty, queries ...[2]string) (*query.Query, error) {
 	var qs []*query.Query
-	for _, f := range []struct{ name, text string }{
-		{"hypervisor_properties", r.HypervisorProperties}, {"resource_properties", r.ResourceProperties},
-	} {
-		q, err := query.Parse(f.text)
+	for _, f := range queries {
+		q, err := query.Parse(f[1])
 		if err != nil {
 			return nil, err
 		}
 		for _, p := range q.Properties() {
-			if _, ok := inv.properties[p]; !ok && !climate.IsHostColumn(p) {
+			if _, ok := known[p]; !ok && !climate.IsHostColumn(p) {
 				return nil, invalid("Unknown property %q in %s: it is neither a host field (%s) nor a registered extra capability",
-					p, f.name, strings.Join(climate.HostColumns, ", "))
+					p, f[0], strings.Join(climate.HostColumns, ", "))
 			}
 		}
 		qs = append(qs, q)
@@ -225,40 +253,50 @@ func parseFilter(r *climate.Reservation, inv *inventory) (*query.Query, error) {
 	return query.And(qs...), nil
 }
 
+// matcher turns a query into the planner's filter (nil when it matches every host).
+func matcher(q *query.Query) func(*climate.Host) bool {
+	if q.MatchAll() {
+		return nil
+	}
+	return func(h *climate.Host) bool { return q.Match(h.Property) }
+}
+
+// planOptions modify planAndCommit: a dry run writes nothing; a search first finds the
+// earliest window for the lease.
+type planOptions struct {
+	dryRun bool
+	search *slotSearch // set for start_date "earliest"
+}
+
 // planAndCommit plans every host reservation of l over l's window and commits with write.
 // Inside the write transaction it re-checks that the inventory has not changed and that no
-// chosen host was booked meanwhile; on conflict it takes a new snapshot and plans again.
-// current maps reservation id → its hosts before an update (nil on create); active
-// reservations must keep all of theirs.
-func (m *Manager) planAndCommit(ctx context.Context, l *climate.Lease, current map[string][]string, write func(climate.Tx) error) error {
+// chosen host was booked meanwhile (the database, not the index, is the authority); on
+// conflict it plans again on a fresh view. prev is the lease before an update (nil on
+// create): its hosts are preferred, and active reservations must keep all of theirs.
+func (m *Manager) planAndCommit(ctx context.Context, l, prev *climate.Lease, opts planOptions, write func(climate.Tx) error) error {
 	for attempt := 0; attempt < commitAttempts; attempt++ {
-		var snap *plan.Snapshot
-		var inv *inventory
-		err := m.store.View(ctx, func(tx climate.Tx) error {
+		var chosen []string
+		var invRev int64
+		err := m.view(ctx, func(a *availability) error {
+			if opts.search != nil { // "earliest": find the slot on this same view
+				if err := m.placeEarliest(l, a, opts.search); err != nil {
+					return err
+				}
+			}
 			var err error
-			if inv, err = m.loadInventory(ctx, tx); err != nil {
-				return err
-			}
-			allocs, err := tx.ListAllocations(ctx, climate.AllocationFilter{From: l.Start, To: l.End, ExcludeLeaseID: l.ID})
-			if err != nil {
-				return err
-			}
-			snap = plan.NewSnapshot(inv.hosts, allocs)
-			return nil
+			chosen, err = planLease(l, prev, a)
+			invRev = a.index.InventoryRevision
+			return err
 		})
-		if err != nil {
+		if err != nil || opts.dryRun {
 			return err
 		}
-		chosen, err := m.planLease(l, snap, inv, current)
-		if err != nil {
-			return err
-		}
-		err = m.store.Update(ctx, func(tx climate.Tx) error {
+		err = m.commitChange(ctx, func(tx climate.Tx) error {
 			rev, err := tx.InventoryRevision(ctx)
 			if err != nil {
 				return err
 			}
-			if rev != inv.revision {
+			if rev != invRev {
 				return climate.ErrConflictRetry
 			}
 			if len(chosen) > 0 {
@@ -271,7 +309,7 @@ func (m *Manager) planAndCommit(ctx context.Context, l *climate.Lease, current m
 				}
 			}
 			return write(tx)
-		})
+		}, func() []climate.Allocation { return allocationsOf(prev) }, func() []climate.Allocation { return allocationsOf(l) })
 		if !errors.Is(err, climate.ErrConflictRetry) {
 			return err
 		}
@@ -280,7 +318,11 @@ func (m *Manager) planAndCommit(ctx context.Context, l *climate.Lease, current m
 }
 
 // planLease fills in the allocations of l's host reservations and returns every host chosen.
-func (m *Manager) planLease(l *climate.Lease, snap *plan.Snapshot, inv *inventory, current map[string][]string) ([]string, error) {
+func planLease(l, prev *climate.Lease, a *availability) ([]string, error) {
+	current := map[string][]string{}
+	for _, r := range allocationsOf(prev) {
+		current[r.ReservationID] = append(current[r.ReservationID], r.ResourceID)
+	}
 	taken := map[string]bool{}
 	var all []string
 	for i := range l.Reservations {
@@ -288,18 +330,14 @@ func (m *Manager) planLease(l *climate.Lease, snap *plan.Snapshot, inv *inventor
 		if r.ResourceType != climate.ResourceTypeHost || r.Status == climate.ReservationDeleted {
 			continue
 		}
-		q, err := parseFilter(r, inv)
+		q, err := parseFilter(r, a.properties)
 		if err != nil {
 			return nil, err
 		}
-		var match func(*climate.Host) bool
-		if !q.MatchAll() {
-			match = func(h *climate.Host) bool { return q.Match(h.Property) }
-		}
 		had := current[r.ID]
-		hosts, _, err := plan.PlaceHosts(snap, plan.HostRequest{
+		hosts, _, err := a.index.PlaceHosts(plan.HostRequest{
 			Window: plan.Window{Start: l.Start, End: l.End}, Min: r.Min, Max: r.Max,
-			Match: match, Prefer: had, Exclude: taken,
+			Match: matcher(q), FilterKey: q.String(), Prefer: had, Exclude: taken, Lease: l.ID,
 		})
 		if err != nil {
 			return nil, err
@@ -503,13 +541,7 @@ func (m *Manager) commitUpdate(ctx context.Context, cur, l *climate.Lease, repla
 	}
 	var err error
 	if replan {
-		current := make(map[string][]string, len(cur.Reservations))
-		for _, r := range cur.Reservations {
-			for _, a := range r.Allocations {
-				current[r.ID] = append(current[r.ID], a.ResourceID)
-			}
-		}
-		err = m.planAndCommit(ctx, l, current, write)
+		err = m.planAndCommit(ctx, l, cur, planOptions{}, write)
 	} else {
 		err = m.store.Update(ctx, write)
 	}
@@ -527,7 +559,7 @@ func (m *Manager) DeleteLease(ctx context.Context, who climate.Identity, id stri
 		return err
 	}
 	var deleted *climate.Lease
-	err := m.store.Update(ctx, func(tx climate.Tx) error {
+	err := m.commitChange(ctx, func(tx climate.Tx) error {
 		l, err := getOwnLease(ctx, tx, who, id)
 		if err != nil {
 			return err
@@ -539,7 +571,7 @@ func (m *Manager) DeleteLease(ctx context.Context, who climate.Identity, id stri
 		}
 		deleted = l
 		return tx.DeleteLease(ctx, id)
-	})
+	}, func() []climate.Allocation { return allocationsOf(deleted) }, func() []climate.Allocation { return nil })
 	if err != nil {
 		return err
 	}

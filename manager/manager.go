@@ -20,8 +20,10 @@ type Manager struct {
 	clock climate.Clock
 	cfg   Config
 
-	mu        sync.Mutex
-	inventory *inventory // cached, keyed by the store's inventory revision
+	// mu guards avail: planners hold it for reading while they plan, commits hold it for
+	// writing while they apply their change to the index.
+	mu    sync.RWMutex
+	avail *availability
 }
 
 // Config tunes the manager.
@@ -60,45 +62,6 @@ func (m *Manager) notify(ctx context.Context, eventType string, l *climate.Lease
 	if m.cfg.Notify != nil && l != nil {
 		m.cfg.Notify(ctx, eventType, l)
 	}
-}
-
-// inventory is the host list and the known property names at one store revision.
-type inventory struct {
-	revision   int64
-	hosts      []climate.Host
-	properties map[string]climate.ResourceProperty
-}
-
-// loadInventory returns the inventory as of tx, reusing the cache when the revision matches.
-func (m *Manager) loadInventory(ctx context.Context, tx climate.Tx) (*inventory, error) {
-	rev, err := tx.InventoryRevision(ctx)
-	if err != nil {
-		return nil, err
-	}
-	m.mu.Lock()
-	inv := m.inventory
-	m.mu.Unlock()
-	if inv != nil && inv.revision == rev {
-		return inv, nil
-	}
-	hosts, err := tx.ListHosts(ctx)
-	if err != nil {
-		return nil, err
-	}
-	props, err := tx.ListResourceProperties(ctx, climate.ResourceTypeHost)
-	if err != nil {
-		return nil, err
-	}
-	inv = &inventory{revision: rev, hosts: hosts, properties: make(map[string]climate.ResourceProperty, len(props))}
-	for _, p := range props {
-		inv.properties[p.Name] = p
-	}
-	m.mu.Lock()
-	if m.inventory == nil || m.inventory.revision < rev {
-		m.inventory = inv
-	}
-	m.mu.Unlock()
-	return inv, nil
 }
 
 // newID returns a random UUID (version 4) string.

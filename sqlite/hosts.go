@@ -195,6 +195,13 @@ func (t *tx) DeleteHost(ctx context.Context, id string) error {
 	return t.bumpInventory(ctx)
 }
 
+// AllocationRevision returns the allocations' change counter (kept by triggers).
+func (t *tx) AllocationRevision(ctx context.Context) (int64, error) {
+	var rev int64
+	err := t.q.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'allocation_revision'`).Scan(&rev)
+	return rev, internal(err)
+}
+
 // InventoryRevision returns the inventory's change counter.
 func (t *tx) InventoryRevision(ctx context.Context) (int64, error) {
 	var rev int64

@@ -302,3 +302,43 @@ func testInventoryRevision(t *testing.T, s climate.Store) {
 	step("DeleteLease", false, func(tx climate.Tx) error { return tx.DeleteLease(ctx, "l1") })
 	step("DeleteHost", true, func(tx climate.Tx) error { return tx.DeleteHost(ctx, h.ID) })
 }
+
+func testAllocationRevision(t *testing.T, s climate.Store) {
+	var last int64
+	step := func(what string, grows bool, write func(climate.Tx) error) {
+		t.Helper()
+		update(t, s, write)
+		var rev int64
+		view(t, s, func(tx climate.Tx) (err error) { rev, err = tx.AllocationRevision(ctx); return err })
+		if grows && rev <= last {
+			t.Errorf("after %s: allocation revision %d, want above %d", what, rev, last)
+		}
+		if !grows && rev != last {
+			t.Errorf("after %s: allocation revision %d, want unchanged %d", what, rev, last)
+		}
+		last = rev
+	}
+	step("nothing", false, func(tx climate.Tx) (err error) { last, err = tx.AllocationRevision(ctx); return err })
+	h := computeHost("a", t0, nil)
+	step("InsertHost", false, func(tx climate.Tx) error { return tx.InsertHost(ctx, h) })
+	l := newLease("l1", "p1", now, now.Add(time.Hour), h.ID)
+	step("InsertLease", true, func(tx climate.Tx) error { return tx.InsertLease(ctx, l) })
+	step("UpdateLease without allocation change", false, func(tx climate.Tx) error {
+		l.Name, l.Status = "renamed", climate.LeaseActive
+		return tx.UpdateLease(ctx, l)
+	})
+	step("ClaimDueEvents", false, func(tx climate.Tx) error {
+		_, err := tx.ClaimDueEvents(ctx, now, now.Add(time.Minute), 10)
+		return err
+	})
+	step("UpdateLease moving the window", true, func(tx climate.Tx) error {
+		l.End = l.End.Add(time.Hour)
+		for i := range l.Reservations {
+			for j := range l.Reservations[i].Allocations {
+				l.Reservations[i].Allocations[j].End = l.End
+			}
+		}
+		return tx.UpdateLease(ctx, l)
+	})
+	step("DeleteLease", true, func(tx climate.Tx) error { return tx.DeleteLease(ctx, "l1") })
+}

@@ -36,6 +36,7 @@ func Run(t *testing.T, open func(t *testing.T) climate.Store) {
 		{"HostConflicts", testHostConflicts},
 		{"ResourceProperties", testResourceProperties},
 		{"InventoryRevision", testInventoryRevision},
+		{"AllocationRevision", testAllocationRevision},
 		{"ClaimDueEvents", testClaimDueEvents},
 		{"Rollback", testRollback},
 		{"CancelledContext", testCancelledContext},

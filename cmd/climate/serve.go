@@ -194,7 +194,7 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 		if err != nil {
 			return err
 		}
-		api := &climatehttp.Server{Leases: mgr, Hosts: mgr, Auth: auth, Logger: log}
+		api := &climatehttp.Server{Leases: mgr, Hosts: mgr, Availability: mgr, Auth: auth, Logger: log}
 		srv = &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
 		fmt.Fprintf(stdout, "Climate %s listening on http://%s (auth: %s, role: %s)\n", version, ln.Addr(), o.auth, o.role)
 		wg.Add(1)
