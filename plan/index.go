@@ -33,6 +33,12 @@ type interval struct {
 	lease      int32
 }
 
+// Best fit weighs at most fitScan free hosts per host wanted, and at least minFitScan.
+const (
+	fitScan    = 8
+	minFitScan = 64
+)
+
 // maxCachedFilters bounds the filter cache; it is simply reset when full.
 const maxCachedFilters = 256
 
@@ -201,7 +207,9 @@ type choice struct {
 // free time left around it, ties broken by registration order. This packs leases into gaps
 // and keeps long free blocks (and untouched hosts) for long or large requests, where
 // Blazar's "never used first" spreads short leases over every host. The scan stops early
-// once Max hosts that fit exactly (no time left on either side) are found.
+// once Max hosts that fit exactly (no time left on either side) are found, or once it has
+// weighed fitScan × the hosts still wanted (at least minFitScan) free hosts: the best fit
+// among those, so a request's cost does not grow with the size of the inventory.
 func (x *Index) PlaceHosts(r HostRequest) ([]string, Explanation, error) {
 	s, e := r.Window.Start.UnixMicro(), r.Window.End.UnixMicro()
 	skip := int32(-1)
@@ -233,9 +241,10 @@ func (x *Index) PlaceHosts(r HostRequest) ([]string, Explanation, error) {
 
 	want := r.Max - len(chosen)
 	best := make([]choice, 0, want) // kept sorted by (fit, pos), at most want long
-	exact, scanned := 0, 0
+	exact, scanned, weighed := 0, 0, 0
+	enough := max(fitScan*want, minFitScan)
 	for _, p := range cands {
-		if want == 0 || exact >= want {
+		if want == 0 || exact >= want || weighed >= enough {
 			break
 		}
 		scanned++
@@ -254,6 +263,7 @@ func (x *Index) PlaceHosts(r HostRequest) ([]string, Explanation, error) {
 			continue
 		}
 		ex.Free++
+		weighed++
 		fit := gap(prevEnd, s) + gap(e, nextStart)
 		if fit == 0 {
 			exact++

@@ -1,0 +1,69 @@
+package plan_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"climate"
+	"climate/plan"
+	"climate/query"
+	"climate/workload"
+)
+
+var scales = []struct{ h, r int }{{100, 1000}, {1000, 10000}, {5000, 50000}}
+
+// BenchmarkPlaceHosts times one planning request (10 hosts) per iteration on the
+// blazar-90d book, cycling through the workload's request windows.
+func BenchmarkPlaceHosts(b *testing.B) {
+	for _, sc := range scales {
+		book := workload.Generate(sc.h, sc.r)
+		x := plan.NewIndex(book.Hosts, bookAllocations(book))
+		windows := workload.Windows(1000)
+		for _, kind := range []struct {
+			name string
+			q    *query.Query
+		}{{"plain", nil}, {"filtered", filtered(b)}} {
+			b.Run(fmt.Sprintf("H=%d/%s", sc.h, kind.name), func(b *testing.B) {
+				reqs := make([]plan.HostRequest, len(windows))
+				for i, w := range windows {
+					reqs[i] = request(kind.q, w)
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					_, _, _ = x.PlaceHosts(reqs[i%len(reqs)])
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkEarliestSlots times an earliest-slot search for 10 hosts over the 90-day book.
+func BenchmarkEarliestSlots(b *testing.B) {
+	for _, sc := range scales {
+		book := workload.Generate(sc.h, sc.r)
+		x := plan.NewIndex(book.Hosts, bookAllocations(book))
+		windows := workload.Windows(1000)
+		b.Run(fmt.Sprintf("H=%d", sc.h), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				w := windows[i%len(windows)]
+				x.EarliestSlots(plan.SlotRequest{Count: 10, Duration: w.End.Sub(w.Start), After: w.Start,
+					Deadline: w.Start.Add(90 * 24 * time.Hour), Limit: 3})
+			}
+		})
+	}
+}
+
+// BenchmarkNewIndex times building the index from a loaded book (what a replica does when
+// another process moved the store on).
+func BenchmarkNewIndex(b *testing.B) {
+	book := workload.Generate(5000, 50000)
+	allocs := bookAllocations(book)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		plan.NewIndex(book.Hosts, allocs)
+	}
+}
+
+var _ = climate.Overlaps
