@@ -15,17 +15,22 @@ import (
 )
 
 // BenchmarkCreateLeaseHTTP measures lease creation through a running server's HTTP API on
-// the blazar-90d book at H=1,000/R=10,000 (shared/bench/WORKLOAD.md): each request asks
-// for 10 hosts over the workload's next request window. Run with -benchtime=200x.
+// the blazar-90d book (shared/bench/WORKLOAD.md) at H=1,000/R=10,000 and H=5,000/R=50,000:
+// each request asks for 10 hosts over the workload's next request window. Run with
+// -benchtime=200x.
 func BenchmarkCreateLeaseHTTP(b *testing.B) {
-	for _, kind := range []string{"plain", "filtered"} {
-		b.Run(kind, func(b *testing.B) {
+	for _, run := range []struct {
+		kind string
+		h, r int
+	}{{"plain", 1000, 10000}, {"filtered", 1000, 10000}, {"plain", 5000, 50000}, {"filtered", 5000, 50000}} {
+		kind := run.kind
+		b.Run(fmt.Sprintf("H=%d/%s", run.h, kind), func(b *testing.B) {
 			dir := b.TempDir()
 			st, err := sqlite.Open(context.Background(), filepath.Join(dir, "climate.db"))
 			if err != nil {
 				b.Fatal(err)
 			}
-			if err := workload.Load(context.Background(), st, workload.Generate(1000, 10000), nil); err != nil {
+			if err := workload.Load(context.Background(), st, workload.Generate(run.h, run.r), nil); err != nil {
 				b.Fatal(err)
 			}
 			st.Close()
