@@ -358,3 +358,28 @@ func TestHostRules(t *testing.T) {
 		t.Fatalf("host without reservations should delete: %v", err)
 	}
 }
+
+// Two managers on one store stand for two processes: each must notice the other's commits
+// (by the store's revisions) and plan on current availability, not on a stale index.
+func TestIndexFollowsOtherWriters(t *testing.T) {
+	a, st, clk := setup(t)
+	b := manager.New(st, clk, manager.Config{})
+	addHosts(t, a, 1, nil)
+	// Warm b's index before a books the only host.
+	if _, err := b.CreateLease(context.Background(), alice, climate.LeaseRequest{Name: "warm", Start: at(20 * time.Hour), End: at(21 * time.Hour),
+		Reservations: []climate.ReservationRequest{hostReq(1, 1, "")}, DryRun: true}); err != nil {
+		t.Fatal(err)
+	}
+	l := create(t, a, alice, time.Hour, 2*time.Hour, hostReq(1, 1, ""))
+	_, err := b.CreateLease(context.Background(), bob, climate.LeaseRequest{Name: "late", Start: at(time.Hour), End: at(2 * time.Hour),
+		Reservations: []climate.ReservationRequest{hostReq(1, 1, "")}})
+	// The explanation comes from a current index: the host is counted as booked.
+	wantCode(t, err, climate.CodeConflict, "0 free in the window; of 1 registered hosts 0 do not match the properties, 0 are not reservable, 0 are taken by this lease and 1 are booked")
+	if err := a.DeleteLease(context.Background(), alice, l.ID); err != nil {
+		t.Fatal(err)
+	}
+	create(t, b, bob, time.Hour, 2*time.Hour, hostReq(1, 1, ""))
+	// A new host registered through a is plannable through b.
+	addHosts(t, a, 1, map[string]string{"gpu": "true"})
+	create(t, b, bob, time.Hour, 2*time.Hour, hostReq(1, 1, `["==", "$gpu", "true"]`))
+}
