@@ -42,20 +42,35 @@ func (m *Manager) view(ctx context.Context, fn func(*availability) error) error 
 		return fn(a)
 	}
 	m.mu.RUnlock()
+	if err := m.rebuild(ctx, invRev, allocRev); err != nil {
+		return err
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return fn(m.avail)
+}
 
+// rebuild replaces the view unless another request already brought it to (at least) the
+// given revisions. It holds commitMu, so only one rebuild runs at a time and no commit of
+// this manager lands between the snapshot and its publication (which would leave the new
+// view stale at once).
+func (m *Manager) rebuild(ctx context.Context, invRev, allocRev int64) error {
+	m.commitMu.Lock()
+	defer m.commitMu.Unlock()
+	m.mu.RLock()
+	cur := m.avail
+	m.mu.RUnlock()
+	if cur != nil && cur.index.InventoryRevision >= invRev && cur.index.AllocationRevision >= allocRev {
+		return nil
+	}
 	a, err := m.loadAvailability(ctx)
 	if err != nil {
 		return err
 	}
 	m.mu.Lock()
-	if cur := m.avail; cur == nil || cur.index.AllocationRevision < a.index.AllocationRevision ||
-		cur.index.InventoryRevision < a.index.InventoryRevision {
-		m.avail = a
-	}
+	m.avail = a
 	m.mu.Unlock()
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	return fn(a)
+	return nil
 }
 
 // loadAvailability builds a view from one consistent snapshot of the store.
@@ -94,8 +109,12 @@ func (m *Manager) loadAvailability(ctx context.Context) (*availability, error) {
 
 // commitChange runs write in a write transaction and then applies the allocations it
 // removed and added to the index, if the index was current when the transaction began;
-// otherwise the next view rebuilds it.
+// otherwise the next view rebuilds it. commitMu keeps commits and their index updates in
+// the same order (the store has one writer anyway), so concurrent requests never leave
+// the index behind.
 func (m *Manager) commitChange(ctx context.Context, write func(climate.Tx) error, removed, added func() []climate.Allocation) error {
+	m.commitMu.Lock()
+	defer m.commitMu.Unlock()
 	var before, after int64
 	err := m.store.Update(ctx, func(tx climate.Tx) error {
 		var err error

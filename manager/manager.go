@@ -24,6 +24,8 @@ type Manager struct {
 	// writing while they apply their change to the index.
 	mu    sync.RWMutex
 	avail *availability
+	// commitMu orders this manager's commits with their index updates and with rebuilds.
+	commitMu sync.Mutex
 }
 
 // Config tunes the manager.

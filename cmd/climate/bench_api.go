@@ -1,0 +1,555 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"climate/workload"
+)
+
+type benchAPIOptions struct {
+	hosts, leases, requests int
+	clients                 []int
+	url, token, kind        string
+	output                  string
+}
+
+// apiReport is bench api's result (its JSON output).
+type apiReport struct {
+	// Server is "subprocess" (started by the benchmark) or the --url given.
+	Server string `json:"server"`
+	// Hosts, Leases and Allocations describe the book loaded (0 with --url).
+	Hosts       int     `json:"hosts"`
+	Leases      int     `json:"leases"`
+	Allocations int     `json:"allocations"`
+	LoadSeconds float64 `json:"load_seconds"`
+	Kind        string  `json:"kind"`
+	// FirstRequestMS is an untimed dry-run creation sent before the runs: on a fresh server
+	// it includes reading the book and building the availability index.
+	FirstRequestMS float64 `json:"first_request_ms"`
+	// PeakRSSMiB is the server's peak resident memory (VmHWM) after the runs; null with --url.
+	PeakRSSMiB *float64 `json:"peak_rss_mib"`
+	// BlazarCreateSeconds is upstream Blazar's median for a whole plain lease creation at
+	// this scale (one client), where WORKLOAD.md gives one.
+	BlazarCreateSeconds *float64       `json:"blazar_create_seconds"`
+	Runs                []apiRunReport `json:"runs"`
+}
+
+type apiRunReport struct {
+	Clients    int `json:"clients"`
+	Requests   int `json:"requests"`
+	Created    int `json:"created"`     // 201
+	NoCapacity int `json:"no_capacity"` // 409
+	// GaveUp counts the 409s that say the hosts found kept being booked by concurrent
+	// requests (the server's re-plan attempts ran out), a subset of NoCapacity.
+	GaveUp             int     `json:"gave_up"`
+	MedianMS           float64 `json:"median_ms"`
+	P99MS              float64 `json:"p99_ms"`
+	Seconds            float64 `json:"seconds"`
+	CreationsPerSecond float64 `json:"creations_per_second"`
+	RequestsPerSecond  float64 `json:"requests_per_second"`
+}
+
+func newBenchAPICmd() *cobra.Command {
+	o := &benchAPIOptions{}
+	cmd := &cobra.Command{
+		Use:   "api",
+		Short: "Time lease creation through the HTTP API of a server holding the workload",
+		Long: `Load the blazar-90d book into a temporary data directory, start "climate serve" on it as a
+subprocess (this same binary, on a free loopback port), then for each client count C run C
+concurrent clients that post leases until --requests requests are done. Each request asks
+for 10 hosts (min = max = 10) over the workload's next request window, so no two requests
+of the whole benchmark share a window; the book grows as leases are created. Reported per
+client count: median and p99 latency, creations per second, and how many requests got 201
+(created) and 409 (not enough free hosts); then the server's peak RSS.
+
+The server and its data directory are removed at the end, also on Ctrl-C. With --url the
+benchmark posts to an already running server instead and neither loads a book nor reads
+its memory.`,
+		Example: `  climate bench api
+  climate bench api --hosts 1000 --leases 10000 --requests 500 --clients 1,4,16 -o json
+  climate bench api --url http://127.0.0.1:1234 --requests 100 --clients 1`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(o.output); err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			rep, err := runBenchAPI(ctx, o, cmd.ErrOrStderr())
+			if err != nil {
+				if ctx.Err() != nil {
+					return errors.New("interrupted")
+				}
+				return err
+			}
+			if o.output == "json" {
+				return writeJSON(cmd.OutOrStdout(), rep)
+			}
+			return writeAPITable(cmd.OutOrStdout(), rep)
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&o.hosts, "hosts", 5000, "number of hosts H of the book loaded")
+	f.IntVar(&o.leases, "leases", 50000, "number of existing leases R of the book loaded")
+	f.IntVar(&o.requests, "requests", 200, "lease creations posted per client count")
+	f.IntSliceVar(&o.clients, "clients", []int{1, 4, 16}, "comma-separated numbers of concurrent clients, one run each")
+	f.StringVar(&o.kind, "kind", "plain", "request kind: plain (no filter) or filtered (the workload's property filters)")
+	f.StringVar(&o.url, "url", "", "post to this running server (e.g. http://127.0.0.1:1234) instead of starting one")
+	f.StringVar(&o.token, "token", "", "X-Auth-Token to send (for a server run with --auth tokens)")
+	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+	return cmd
+}
+
+func runBenchAPI(ctx context.Context, o *benchAPIOptions, stderr io.Writer) (*apiReport, error) {
+	if o.requests <= 0 {
+		return nil, fmt.Errorf("--requests %d: want at least 1", o.requests)
+	}
+	if len(o.clients) == 0 {
+		return nil, errors.New("--clients: want at least one client count, e.g. 1,4,16")
+	}
+	maxClients := 0
+	for _, c := range o.clients {
+		if c <= 0 {
+			return nil, fmt.Errorf("--clients %d: want positive client counts", c)
+		}
+		maxClients = max(maxClients, c)
+	}
+	if o.kind != "plain" && o.kind != "filtered" {
+		return nil, fmt.Errorf("--kind %q: want plain or filtered", o.kind)
+	}
+	rep := &apiReport{Server: o.url, Kind: o.kind}
+	base := strings.TrimRight(o.url, "/")
+	var srv *benchServer
+	if o.url == "" {
+		if o.hosts <= 0 || o.leases < 0 {
+			return nil, fmt.Errorf("--hosts %d --leases %d: want at least one host and no negative lease count", o.hosts, o.leases)
+		}
+		dir, err := os.MkdirTemp("", "climate-bench-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		st, _, err := openStore(ctx, dir)
+		if err != nil {
+			return nil, err
+		}
+		sc := benchScale{o.hosts, o.leases}
+		loaded, err := loadBook(ctx, st, sc, stderr)
+		if cerr := st.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+		if err != nil {
+			return nil, err
+		}
+		rep.Server, rep.Hosts, rep.Leases, rep.Allocations = "subprocess", loaded.Hosts, loaded.Leases, loaded.Allocations
+		rep.LoadSeconds = loaded.LoadSeconds
+		if o.kind == "plain" {
+			rep.BlazarCreateSeconds = baseline(sc, "create")
+		}
+		fmt.Fprintln(stderr, "starting the server")
+		if srv, err = startBenchServer(ctx, dir); err != nil {
+			return nil, err
+		}
+		defer srv.stop()
+		base = srv.url
+	} else if !strings.HasPrefix(o.url, "http://") && !strings.HasPrefix(o.url, "https://") {
+		return nil, fmt.Errorf("--url %q: want http://HOST:PORT", o.url)
+	}
+
+	b := &apiBench{
+		base: base, token: o.token, kind: o.kind,
+		windows: workload.Windows(o.requests * len(o.clients)),
+		client: &http.Client{
+			Timeout: 5 * time.Minute,
+			Transport: &http.Transport{
+				MaxIdleConns: maxClients, MaxIdleConnsPerHost: maxClients, IdleConnTimeout: time.Minute,
+			},
+		},
+	}
+	defer b.client.CloseIdleConnections()
+
+	fmt.Fprintln(stderr, "first request (dry run)")
+	t0 := time.Now()
+	status, body, err := b.create(ctx, -1, b.windows[0], true)
+	if err != nil {
+		return nil, err
+	}
+	if status != http.StatusOK && status != http.StatusConflict {
+		return nil, httpError(status, body)
+	}
+	rep.FirstRequestMS = millis(time.Since(t0))
+
+	p := &progressLine{w: stderr}
+	for k, c := range o.clients {
+		run, err := b.run(ctx, c, k*o.requests, o.requests, p)
+		p.done()
+		if err != nil {
+			return nil, err
+		}
+		rep.Runs = append(rep.Runs, *run)
+	}
+	if srv != nil {
+		if rss, err := peakRSS(srv.cmd.Process.Pid); err == nil {
+			mib := round(float64(rss)/(1<<20), 1)
+			rep.PeakRSSMiB = &mib
+		} else {
+			fmt.Fprintf(stderr, "peak RSS unavailable: %v\n", err)
+		}
+	}
+	return rep, nil
+}
+
+// apiBench posts leases to a server.
+type apiBench struct {
+	base, token, kind string
+	windows           []workload.Window
+	client            *http.Client
+}
+
+type leaseRequestBody struct {
+	Name         string                   `json:"name"`
+	Start        string                   `json:"start_date"`
+	End          string                   `json:"end_date"`
+	Reservations []reservationRequestBody `json:"reservations"`
+	DryRun       bool                     `json:"dry_run,omitempty"`
+}
+
+type reservationRequestBody struct {
+	ResourceType         string `json:"resource_type"`
+	Min                  int    `json:"min"`
+	Max                  int    `json:"max"`
+	HypervisorProperties string `json:"hypervisor_properties"`
+	ResourceProperties   string `json:"resource_properties"`
+}
+
+// create posts lease "bench-i" over w; it returns the status and, unless 201, the body.
+func (b *apiBench) create(ctx context.Context, i int, w workload.Window, dryRun bool) (int, []byte, error) {
+	res := reservationRequestBody{ResourceType: "physical:host", Min: workload.HostsWanted, Max: workload.HostsWanted}
+	if b.kind == "filtered" {
+		res.HypervisorProperties, res.ResourceProperties = workload.FilteredHypervisorProperties, workload.FilteredResourceProperties
+	}
+	name := "bench-" + strconv.Itoa(i)
+	if i < 0 {
+		name = "bench-warmup"
+	}
+	payload, err := json.Marshal(leaseRequestBody{Name: name, Start: w.Start.Format("2006-01-02 15:04"), End: w.End.Format("2006-01-02 15:04"),
+		Reservations: []reservationRequestBody{res}, DryRun: dryRun})
+	if err != nil {
+		return 0, nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.base+"/v1/leases", bytes.NewReader(payload))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if b.token != "" {
+		req.Header.Set("X-Auth-Token", b.token)
+	}
+	resp, err := b.client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	var body []byte
+	if resp.StatusCode != http.StatusCreated {
+		body, err = io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	}
+	_, _ = io.Copy(io.Discard, resp.Body) // so the connection is reused
+	return resp.StatusCode, body, err
+}
+
+func httpError(status int, body []byte) error {
+	msg := strings.Join(strings.Fields(string(body)), " ")
+	if len(msg) > 300 {
+		msg = msg[:300] + "…"
+	}
+	return fmt.Errorf("POST /v1/leases: HTTP %d: %s", status, msg)
+}
+
+// run posts n leases (windows first … first+n-1) with c concurrent clients.
+func (b *apiBench) run(ctx context.Context, c, first, n int, p *progressLine) (*apiRunReport, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		next, done atomic.Int64
+		mu         sync.Mutex
+		firstErr   error
+		lat        = make([]time.Duration, 0, n)
+		rep        = &apiRunReport{Clients: c, Requests: n}
+	)
+	fail := func(err error) {
+		mu.Lock()
+		if firstErr == nil {
+			firstErr = err
+		}
+		mu.Unlock()
+		cancel()
+	}
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	stopTicker := make(chan struct{})
+	tickerDone := make(chan struct{})
+	go func() {
+		defer close(tickerDone)
+		for {
+			p.set("%d clients: %d/%d requests", c, done.Load(), n)
+			select {
+			case <-tick.C:
+			case <-stopTicker:
+				p.set("%d clients: %d/%d requests", c, done.Load(), n)
+				return
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range c {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var mine []time.Duration
+			created, full, gaveUp := 0, 0, 0
+			defer func() {
+				mu.Lock()
+				lat = append(lat, mine...)
+				rep.Created += created
+				rep.NoCapacity += full
+				rep.GaveUp += gaveUp
+				mu.Unlock()
+			}()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				t0 := time.Now()
+				status, body, err := b.create(ctx, first+i, b.windows[first+i], false)
+				d := time.Since(t0)
+				if err != nil {
+					fail(err)
+					return
+				}
+				switch status {
+				case http.StatusCreated:
+					created++
+				case http.StatusConflict:
+					full++
+					if bytes.Contains(body, []byte("concurrent requests")) {
+						gaveUp++
+					}
+				default:
+					fail(httpError(status, body))
+					return
+				}
+				mine = append(mine, d)
+				done.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	close(stopTicker)
+	<-tickerDone
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	med, p99 := medianP99(lat)
+	rep.MedianMS, rep.P99MS = millis(med), millis(p99)
+	rep.Seconds = round(elapsed.Seconds(), 3)
+	rep.CreationsPerSecond = round(float64(rep.Created)/elapsed.Seconds(), 1)
+	rep.RequestsPerSecond = round(float64(n)/elapsed.Seconds(), 1)
+	return rep, nil
+}
+
+// benchServer is a "climate serve" subprocess.
+type benchServer struct {
+	cmd      *exec.Cmd
+	url      string
+	scanDone chan struct{}
+	stderr   *cappedBuffer
+	once     sync.Once
+}
+
+// startBenchServer runs this binary's "serve" on dir and a free loopback port, and returns
+// once it listens.
+func startBenchServer(ctx context.Context, dir string) (*benchServer, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find this binary to start the server: %w", err)
+	}
+	cmd := exec.Command(exe, "serve", "--data-dir", dir, "--listen", "127.0.0.1:0", "--log-level", "error")
+	cmd.Env = envWithoutClimate(os.Environ()) // the server's settings are the flags above only
+	setDeathSignal(cmd)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	s := &benchServer{cmd: cmd, scanDone: make(chan struct{}), stderr: &cappedBuffer{max: 16 << 10}}
+	cmd.Stderr = s.stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s serve: %w", exe, err)
+	}
+	urlc := make(chan string, 1)
+	go func() {
+		defer close(s.scanDone)
+		lines := bufio.NewScanner(stdout)
+		sent := false
+		for lines.Scan() { // read to the end so the server never blocks on its stdout
+			line := lines.Text()
+			if i := strings.Index(line, "listening on "); i >= 0 && !sent {
+				if f := strings.Fields(line[i+len("listening on "):]); len(f) > 0 {
+					urlc <- f[0]
+					sent = true
+				}
+			}
+		}
+	}()
+	timeout := time.NewTimer(time.Minute)
+	defer timeout.Stop()
+	select {
+	case s.url = <-urlc:
+		return s, nil
+	case <-s.scanDone:
+		s.stop()
+		msg := strings.TrimSpace(s.stderr.String())
+		if i := strings.IndexByte(msg, '\n'); i >= 0 {
+			msg = msg[:i]
+		}
+		return nil, fmt.Errorf("the server exited before listening: %s", msg)
+	case <-ctx.Done():
+		s.stop()
+		return nil, ctx.Err()
+	case <-timeout.C:
+		s.stop()
+		return nil, errors.New("the server did not listen within a minute")
+	}
+}
+
+// stop ends the server (SIGTERM, then SIGKILL after 10 s) and waits for it.
+func (s *benchServer) stop() {
+	s.once.Do(func() {
+		if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			_ = s.cmd.Process.Kill()
+		}
+		select {
+		case <-s.scanDone:
+		case <-time.After(10 * time.Second):
+			_ = s.cmd.Process.Kill()
+			<-s.scanDone
+		}
+		_ = s.cmd.Wait()
+	})
+}
+
+// envWithoutClimate drops CLIMATE_… variables, which would otherwise configure the server.
+func envWithoutClimate(env []string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "CLIMATE_") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// peakRSS reads a process's peak resident set size (VmHWM) in bytes from /proc.
+func peakRSS(pid int) (int64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	return parseVmHWM(data)
+}
+
+func parseVmHWM(status []byte) (int64, error) {
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			f := strings.Fields(rest)
+			if len(f) != 2 || f[1] != "kB" {
+				break
+			}
+			kb, err := strconv.ParseInt(f[0], 10, 64)
+			if err != nil {
+				break
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, errors.New("no VmHWM line in /proc/PID/status")
+}
+
+// cappedBuffer keeps the first max bytes written to it; safe for concurrent use.
+type cappedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+	max int
+}
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if room := b.max - b.buf.Len(); room > 0 {
+		b.buf.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+func (b *cappedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func writeAPITable(w io.Writer, rep *apiReport) error {
+	if rep.Server == "subprocess" {
+		fmt.Fprintf(w, "Lease creation through the HTTP API: climate serve subprocess on SQLite, book of %d hosts, %d leases, %d host allocations (loaded in %.1f s)\n",
+			rep.Hosts, rep.Leases, rep.Allocations, rep.LoadSeconds)
+	} else {
+		fmt.Fprintf(w, "Lease creation through the HTTP API of %s\n", rep.Server)
+	}
+	fmt.Fprintf(w, "Requests: %s, %d hosts each, one new workload window per request\n", rep.Kind, workload.HostsWanted)
+	fmt.Fprintf(w, "First request (dry run; on a fresh server it builds the availability index): %.1f ms\n\n", rep.FirstRequestMS)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CLIENTS\tREQUESTS\tCREATED (201)\tNO CAPACITY (409)\tMEDIAN\tP99\tCREATIONS/S\tREQUESTS/S\tBLAZAR (MEDIAN, 1 CLIENT)")
+	for _, r := range rep.Runs {
+		var blazar *float64
+		if r.Clients == 1 {
+			blazar = rep.BlazarCreateSeconds
+		}
+		full := strconv.Itoa(r.NoCapacity)
+		if r.GaveUp > 0 {
+			full += fmt.Sprintf(" (%d gave up on concurrent bookings)", r.GaveUp)
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%.2f ms\t%.2f ms\t%.1f\t%.1f\t%s\n", r.Clients, r.Requests, r.Created, full,
+			r.MedianMS, r.P99MS, r.CreationsPerSecond, r.RequestsPerSecond, formatBlazar(blazar))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if rep.PeakRSSMiB != nil {
+		fmt.Fprintf(w, "\nServer peak RSS (VmHWM): %.1f MiB\n", *rep.PeakRSSMiB)
+	}
+	return nil
+}

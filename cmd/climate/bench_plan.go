@@ -1,0 +1,273 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"runtime"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"climate"
+	"climate/plan"
+	"climate/query"
+	"climate/workload"
+)
+
+type benchPlanOptions struct {
+	scales  string
+	windows int
+	output  string
+}
+
+// planReport is bench plan's result (its JSON output).
+type planReport struct {
+	Windows     int               `json:"windows"`
+	HostsWanted int               `json:"hosts_wanted"`
+	GoVersion   string            `json:"go_version"`
+	CPUs        int               `json:"cpus"`
+	Scales      []planScaleReport `json:"scales"`
+}
+
+type planScaleReport struct {
+	Hosts       int `json:"hosts"`
+	Leases      int `json:"leases"`
+	Allocations int `json:"allocations"`
+	// GenerateSeconds is the time to build the book (not part of Climate's work).
+	GenerateSeconds float64 `json:"generate_seconds"`
+	IndexBuildMS    float64 `json:"index_build_ms"`
+	// IndexBytesPerAllocation is the heap the index holds beyond the book, per allocation.
+	IndexBytesPerAllocation float64            `json:"index_bytes_per_allocation"`
+	Requests                []planKindReport   `json:"requests"`
+	EarliestSlots           planEarliestReport `json:"earliest_slots"`
+}
+
+type planKindReport struct {
+	Kind     string  `json:"kind"` // plain or filtered
+	MedianUS float64 `json:"median_us"`
+	P99US    float64 `json:"p99_us"`
+	// MeanFreeHosts is the mean number of matching hosts free over a window.
+	MeanFreeHosts float64 `json:"mean_free_hosts"`
+	// Unsatisfied counts windows with fewer than 10 free matching hosts.
+	Unsatisfied int `json:"unsatisfied"`
+	// BlazarSeconds is upstream Blazar's median for the same matching, where measured.
+	BlazarSeconds *float64 `json:"blazar_seconds"`
+}
+
+type planEarliestReport struct {
+	MedianUS float64 `json:"median_us"`
+	P99US    float64 `json:"p99_us"`
+	// NotFound counts windows with no slot for 10 hosts within 90 days of the window's start.
+	NotFound int `json:"not_found"`
+}
+
+func newBenchPlanCmd() *cobra.Command {
+	o := &benchPlanOptions{}
+	cmd := &cobra.Command{
+		Use:   "plan",
+		Short: "Time the planner in process on the workload (no database, no HTTP)",
+		Long: `For each scale H:R, build the blazar-90d book in memory and the planner's availability
+index from it, then time one planning request for 10 hosts (min = max = 10) over each of the
+first N request windows, for both request kinds of WORKLOAD.md:
+
+  plain     no property filter
+  filtered  hypervisor_properties [">=", "$memory_mb", "131072"] and
+            resource_properties ["==", "$node_type", "compute_icelake"]
+
+and one earliest-slot search per window (10 hosts for the window's duration, from its start,
+within 90 days, 3 candidate slots). Reported per scale: median and p99 planning time, the mean
+number of free matching hosts per window and the windows that cannot be satisfied (for
+cross-checking with other implementations), the index build time and its memory per host
+allocation, and upstream Blazar's median where WORKLOAD.md gives one. The book is not
+changed by the requests: every window is planned against the same book.`,
+		Example: `  climate bench plan
+  climate bench plan --scales 100:1000,1000:10000,5000:50000,20000:200000,100000:1000000
+  climate bench plan --scales 1000:10000 --windows 1000 -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(o.output); err != nil {
+				return err
+			}
+			scales, err := parseScales(o.scales)
+			if err != nil {
+				return err
+			}
+			if o.windows <= 0 {
+				return fmt.Errorf("--windows %d: want at least 1", o.windows)
+			}
+			rep, err := runBenchPlan(scales, o.windows, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			if o.output == "json" {
+				return writeJSON(cmd.OutOrStdout(), rep)
+			}
+			return writePlanTable(cmd.OutOrStdout(), rep)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.scales, "scales", "100:1000,1000:10000,5000:50000", "comma-separated HOSTS:LEASES scales to run")
+	f.IntVar(&o.windows, "windows", 200, "number of request windows timed per scale and kind")
+	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+	return cmd
+}
+
+// filteredQuery is the workload's filtered request: both property queries combined.
+func filteredQuery() (*query.Query, error) {
+	hq, err := query.Parse(workload.FilteredHypervisorProperties)
+	if err != nil {
+		return nil, err
+	}
+	rq, err := query.Parse(workload.FilteredResourceProperties)
+	if err != nil {
+		return nil, err
+	}
+	return query.And(hq, rq), nil
+}
+
+func runBenchPlan(scales []benchScale, n int, stderr io.Writer) (*planReport, error) {
+	q, err := filteredQuery()
+	if err != nil {
+		return nil, err
+	}
+	rep := &planReport{Windows: n, HostsWanted: workload.HostsWanted, GoVersion: runtime.Version(), CPUs: runtime.NumCPU()}
+	windows := workload.Windows(n)
+	p := &progressLine{w: stderr}
+	defer p.clear()
+	for _, sc := range scales {
+		r, err := benchPlanScale(sc, windows, q, p)
+		if err != nil {
+			return nil, err
+		}
+		rep.Scales = append(rep.Scales, *r)
+	}
+	return rep, nil
+}
+
+func benchPlanScale(sc benchScale, windows []workload.Window, q *query.Query, p *progressLine) (*planScaleReport, error) {
+	p.set("%s: generating the book", sc)
+	t0 := time.Now()
+	book := workload.Generate(sc.hosts, sc.leases)
+	allocs := bookAllocs(book)
+	rep := &planScaleReport{Hosts: sc.hosts, Leases: sc.leases, Allocations: len(allocs),
+		GenerateSeconds: round(time.Since(t0).Seconds(), 3)}
+
+	p.set("%s: building the index", sc)
+	var before, after runtime.MemStats
+	settleHeap()
+	runtime.ReadMemStats(&before)
+	t0 = time.Now()
+	x := plan.NewIndex(book.Hosts, allocs)
+	rep.IndexBuildMS = millis(time.Since(t0))
+	settleHeap()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(book) // the book and allocs are live on both sides of the measurement
+	runtime.KeepAlive(allocs)
+	if len(allocs) > 0 {
+		rep.IndexBytesPerAllocation = round(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/float64(len(allocs)), 1)
+	}
+
+	match := func(h *climate.Host) bool { return q.Match(h.Property) }
+	for _, kind := range []struct {
+		name  string
+		match func(*climate.Host) bool
+		key   string
+	}{{"plain", nil, ""}, {"filtered", match, q.String()}} {
+		p.set("%s: planning %s requests", sc, kind.name)
+		request := func(w workload.Window) plan.HostRequest {
+			return plan.HostRequest{Window: plan.Window{Start: w.Start, End: w.End}, Min: workload.HostsWanted, Max: workload.HostsWanted,
+				Match: kind.match, FilterKey: kind.key}
+		}
+		// The first request of a filter evaluates it on every host and caches the result, as
+		// a running server's first request after an inventory change does; keep it untimed.
+		_, _, _ = x.PlaceHosts(request(windows[0]))
+		runtime.GC()
+		lat := make([]time.Duration, len(windows))
+		r := planKindReport{Kind: kind.name, BlazarSeconds: baseline(sc, kind.name)}
+		for i, w := range windows {
+			req := request(w)
+			t0 := time.Now()
+			_, _, err := x.PlaceHosts(req)
+			lat[i] = time.Since(t0)
+			if err != nil {
+				if climate.ErrorCode(err) != climate.CodeConflict {
+					return nil, fmt.Errorf("%s, window %d: %w", sc, i, err)
+				}
+				r.Unsatisfied++
+			}
+		}
+		free := 0
+		for _, w := range windows {
+			free += len(x.FreeHosts(request(w)))
+		}
+		med, p99 := medianP99(lat)
+		r.MedianUS, r.P99US = micros(med), micros(p99)
+		r.MeanFreeHosts = round(float64(free)/float64(len(windows)), 2)
+		rep.Requests = append(rep.Requests, r)
+	}
+
+	p.set("%s: earliest-slot searches", sc)
+	runtime.GC()
+	lat := make([]time.Duration, len(windows))
+	for i, w := range windows {
+		req := plan.SlotRequest{Count: workload.HostsWanted, Duration: w.End.Sub(w.Start), After: w.Start,
+			Deadline: w.Start.Add(90 * 24 * time.Hour), Limit: 3}
+		t0 := time.Now()
+		slots := x.EarliestSlots(req)
+		lat[i] = time.Since(t0)
+		if len(slots) == 0 {
+			rep.EarliestSlots.NotFound++
+		}
+	}
+	med, p99 := medianP99(lat)
+	rep.EarliestSlots.MedianUS, rep.EarliestSlots.P99US = micros(med), micros(p99)
+	runtime.KeepAlive(x)
+	return rep, nil
+}
+
+// settleHeap collects garbage until the heap holds only live objects: twice, because a
+// collection only moves sync.Pool contents to a victim cache that the next one frees.
+func settleHeap() {
+	runtime.GC()
+	runtime.GC()
+}
+
+func writePlanTable(w io.Writer, rep *planReport) error {
+	fmt.Fprintf(w, "Planner in process: %d request windows per scale, %d hosts each (%s, %d CPUs)\n\n",
+		rep.Windows, rep.HostsWanted, rep.GoVersion, rep.CPUs)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SCALE H:R\tALLOCATIONS\tBOOK GENERATION\tINDEX BUILD\tINDEX BYTES/ALLOCATION")
+	for _, s := range rep.Scales {
+		fmt.Fprintf(tw, "%d:%d\t%d\t%.2f s\t%.1f ms\t%.0f\n", s.Hosts, s.Leases, s.Allocations, s.GenerateSeconds, s.IndexBuildMS, s.IndexBytesPerAllocation)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SCALE H:R\tREQUEST\tMEDIAN\tP99\tFREE HOSTS/WINDOW\tUNSATISFIED\tBLAZAR (MEDIAN)\tSPEEDUP")
+	for _, s := range rep.Scales {
+		sc := benchScale{s.Hosts, s.Leases}
+		for _, r := range s.Requests {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.1f\t%d/%d\t%s\t%s\n", sc, r.Kind, formatMicros(r.MedianUS), formatMicros(r.P99US), r.MeanFreeHosts,
+				r.Unsatisfied, rep.Windows, formatBlazar(r.BlazarSeconds), formatSpeedup(r.BlazarSeconds, time.Duration(r.MedianUS*float64(time.Microsecond))))
+		}
+		e := s.EarliestSlots
+		fmt.Fprintf(tw, "%s\tearliest slot\t%s\t%s\t-\t%d/%d\t-\t-\n", sc, formatMicros(e.MedianUS), formatMicros(e.P99US), e.NotFound, rep.Windows)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "\nUNSATISFIED: windows with fewer than 10 free matching hosts (earliest slot: no slot within 90 days).")
+	fmt.Fprintln(w, "BLAZAR: upstream Blazar's median CPU time for the same matching (WORKLOAD.md), where measured.")
+	return nil
+}
+
+// formatMicros shows a time given in µs in µs below a millisecond, else in ms.
+func formatMicros(us float64) string {
+	if us < 1000 {
+		return fmt.Sprintf("%.1f µs", us)
+	}
+	return fmt.Sprintf("%.2f ms", us/1000)
+}

@@ -1,0 +1,9 @@
+//go:build !linux
+
+package main
+
+import "os/exec"
+
+// setDeathSignal has no portable equivalent outside Linux; the benchmark still kills its
+// server on a normal exit and on Ctrl-C.
+func setDeathSignal(*exec.Cmd) {}
