@@ -35,7 +35,7 @@ environment variable (e.g. --data-dir ↔ CLIMATE_DATA_DIR). Flags win over the 
 			return bindEnv(cmd.Flags())
 		},
 	}
-	root.AddCommand(newServeCmd(), newMigrateCmd(), newVersionCmd(), newBenchCmd())
+	root.AddCommand(newServeCmd(), newMigrateCmd(), newVersionCmd(), newBenchCmd(), newAvailabilityCmd())
 	return root
 }
 
