@@ -3,7 +3,6 @@
 package http
 
 import (
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -121,7 +120,7 @@ var microversionPattern = regexp.MustCompile(`^[1-9]\d*\.([1-9]\d*|0)$`)
 func (s *Server) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		reqID := "req-" + uuid4()
+		reqID := "req-" + climate.NewID()
 		if inbound := r.Header.Get("X-OpenStack-Request-ID"); requestIDPattern.MatchString(inbound) {
 			r.Header.Set("X-OpenStack-Global-Request-ID", inbound)
 		}
@@ -310,12 +309,4 @@ func readObject(r *http.Request) (object, error) {
 		return nil, climate.Errorf(climate.CodeInvalid, "Malformed request body: %s", msg)
 	}
 	return o, nil
-}
-
-func uuid4() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }

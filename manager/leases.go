@@ -93,7 +93,7 @@ func (m *Manager) CreateLease(ctx context.Context, who climate.Identity, req cli
 		return nil, invalid("Missing parameter start_date")
 	}
 	l := &climate.Lease{
-		ID: newID(), Name: req.Name, UserID: who.UserID, ProjectID: who.ProjectID,
+		ID: climate.NewID(), Name: req.Name, UserID: who.UserID, ProjectID: who.ProjectID,
 		Status: climate.LeasePending, CreatedAt: now,
 	}
 	for _, rr := range req.Reservations {
@@ -101,7 +101,7 @@ func (m *Manager) CreateLease(ctx context.Context, who climate.Identity, req cli
 		if err != nil {
 			return nil, err
 		}
-		r.ID, r.LeaseID, r.Status, r.CreatedAt = newID(), l.ID, climate.ReservationPending, now
+		r.ID, r.LeaseID, r.Status, r.CreatedAt = climate.NewID(), l.ID, climate.ReservationPending, now
 		l.Reservations = append(l.Reservations, r)
 	}
 	var search *slotSearch
@@ -152,11 +152,11 @@ func (m *Manager) setEvents(l *climate.Lease, beforeEndGiven *time.Time, now tim
 		return err
 	}
 	l.Events = []climate.Event{
-		{ID: newID(), LeaseID: l.ID, Type: climate.EventStartLease, Time: l.Start, Status: climate.EventUndone, CreatedAt: now},
-		{ID: newID(), LeaseID: l.ID, Type: climate.EventEndLease, Time: l.End, Status: climate.EventUndone, CreatedAt: now},
+		{ID: climate.NewID(), LeaseID: l.ID, Type: climate.EventStartLease, Time: l.Start, Status: climate.EventUndone, CreatedAt: now},
+		{ID: climate.NewID(), LeaseID: l.ID, Type: climate.EventEndLease, Time: l.End, Status: climate.EventUndone, CreatedAt: now},
 	}
 	if !beforeEnd.IsZero() {
-		l.Events = append(l.Events, climate.Event{ID: newID(), LeaseID: l.ID, Type: climate.EventBeforeEndLease, Time: beforeEnd, Status: climate.EventUndone, CreatedAt: now})
+		l.Events = append(l.Events, climate.Event{ID: climate.NewID(), LeaseID: l.ID, Type: climate.EventBeforeEndLease, Time: beforeEnd, Status: climate.EventUndone, CreatedAt: now})
 	}
 	return nil
 }
@@ -369,7 +369,7 @@ func allocationsFor(l *climate.Lease, r *climate.Reservation, hosts []string) []
 	for _, h := range hosts {
 		id := old[h]
 		if id == "" {
-			id = newID()
+			id = climate.NewID()
 		}
 		out = append(out, climate.Allocation{ID: id, ReservationID: r.ID, LeaseID: l.ID, ResourceID: h, Start: l.Start, End: l.End})
 	}
@@ -520,7 +520,7 @@ func (m *Manager) UpdateLease(ctx context.Context, who climate.Identity, id stri
 			return nil, invalid("Datetime is out of lease limits")
 		}
 		if l.Event(climate.EventBeforeEndLease) == nil {
-			l.Events = append(l.Events, climate.Event{ID: newID(), LeaseID: l.ID, Type: climate.EventBeforeEndLease, Time: t, Status: climate.EventUndone, CreatedAt: now})
+			l.Events = append(l.Events, climate.Event{ID: climate.NewID(), LeaseID: l.ID, Type: climate.EventBeforeEndLease, Time: t, Status: climate.EventUndone, CreatedAt: now})
 		}
 	}
 	return l, m.commitUpdate(ctx, cur, l, true)

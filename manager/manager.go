@@ -6,8 +6,6 @@ package manager
 
 import (
 	"context"
-	"crypto/rand"
-	"fmt"
 	"sync"
 	"time"
 
@@ -64,17 +62,6 @@ func (m *Manager) notify(ctx context.Context, eventType string, l *climate.Lease
 	if m.cfg.Notify != nil && l != nil {
 		m.cfg.Notify(ctx, eventType, l)
 	}
-}
-
-// newID returns a random UUID (version 4) string.
-func newID() string {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic(err) // crypto/rand never fails on supported platforms
-	}
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
 func forbidden(rule string) error {

@@ -2,9 +2,7 @@ package sqlite
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"fmt"
 	"strconv"
 
 	"climate"
@@ -25,7 +23,7 @@ func (t *tx) InsertHost(ctx context.Context, h *climate.Host) error {
 	id := h.ID
 	if id == "" {
 		// A placeholder unique id, replaced by the row's sequence number below.
-		id = "pending-" + randomID()
+		id = "pending-" + climate.NewID()
 	}
 	res, err := t.q.ExecContext(ctx, `INSERT INTO hosts (`+hostColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		id, h.HypervisorHostname, h.ServiceName, h.VCPUs, h.MemoryMB, h.LocalGB, h.CPUInfo, h.HypervisorType,
@@ -74,7 +72,7 @@ func (t *tx) writeExtras(ctx context.Context, h *climate.Host) error {
 	for name, value := range h.Extra {
 		_, err := t.q.ExecContext(ctx, `INSERT INTO resource_properties (id, resource_type, name, private, created_at)
 			VALUES (?, ?, ?, 0, ?) ON CONFLICT (resource_type, name) DO NOTHING`,
-			randomID(), climate.ResourceTypeHost, name, micros(created))
+			climate.NewID(), climate.ResourceTypeHost, name, micros(created))
 		if err != nil {
 			return internal(err)
 		}
@@ -245,12 +243,4 @@ func (t *tx) UpdateResourceProperty(ctx context.Context, p *climate.ResourceProp
 		return climate.Errorf(climate.CodeNotFound, "Resource property %s not found", p.Name)
 	}
 	return t.bumpInventory(ctx)
-}
-
-func randomID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
