@@ -44,13 +44,10 @@ func (t *tx) ClaimDueEvents(ctx context.Context, now, claimUntil time.Time, limi
 	defer rows.Close()
 	var out []climate.Event
 	for rows.Next() {
-		var e climate.Event
-		var at, created int64
-		var updated sql.NullInt64
-		if err := rows.Scan(&e.ID, &e.LeaseID, &e.Type, &at, &e.Status, &created, &updated); err != nil {
-			return nil, internal(err)
+		e, err := scanEvent(rows)
+		if err != nil {
+			return nil, err
 		}
-		e.Time, e.CreatedAt, e.UpdatedAt = fromMicros(at), fromMicros(created), fromNullMicros(updated)
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {
@@ -58,4 +55,17 @@ func (t *tx) ClaimDueEvents(ctx context.Context, now, claimUntil time.Time, limi
 	}
 	sortDue(out)
 	return out, nil
+}
+
+// scanEvent reads an event row selected as id, lease_id, event_type, time, status,
+// created_at, updated_at.
+func scanEvent(s scanner) (climate.Event, error) {
+	var e climate.Event
+	var at, created int64
+	var updated sql.NullInt64
+	if err := s.Scan(&e.ID, &e.LeaseID, &e.Type, &at, &e.Status, &created, &updated); err != nil {
+		return e, internal(err)
+	}
+	e.Time, e.CreatedAt, e.UpdatedAt = fromMicros(at), fromMicros(created), fromNullMicros(updated)
+	return e, nil
 }

@@ -119,13 +119,10 @@ func (t *tx) loadLeases(ctx context.Context, where string, args ...any) ([]clima
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var e climate.Event
-		var at, created int64
-		var updated sql.NullInt64
-		if err := rows.Scan(&e.ID, &e.LeaseID, &e.Type, &at, &e.Status, &created, &updated); err != nil {
-			return nil, internal(err)
+		e, err := scanEvent(rows)
+		if err != nil {
+			return nil, err
 		}
-		e.Time, e.CreatedAt, e.UpdatedAt = fromMicros(at), fromMicros(created), fromNullMicros(updated)
 		li := index[e.LeaseID]
 		leases[li].Events = append(leases[li].Events, e)
 	}
