@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"climate"
 	"climate/plan"
 	"climate/query"
 	"climate/workload"
@@ -65,5 +64,3 @@ func BenchmarkNewIndex(b *testing.B) {
 		plan.NewIndex(book.Hosts, allocs)
 	}
 }
-
-var _ = climate.Overlaps

@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"fmt"
 	"sort"
 	"sync"
 	"time"
@@ -71,9 +70,6 @@ func (x *Index) leaseNum(id string) int32 {
 	}
 	return n
 }
-
-// Hosts returns the inventory the index was built from.
-func (x *Index) Hosts() []climate.Host { return x.hosts }
 
 // Allocations returns how many intervals the index holds.
 func (x *Index) Allocations() int {
@@ -299,9 +295,4 @@ func gap(from, to int64) int64 {
 		return openGap
 	}
 	return to - from
-}
-
-// String describes the index for logs.
-func (x *Index) String() string {
-	return fmt.Sprintf("%d hosts, %d allocations (inventory rev %d, allocation rev %d)", len(x.hosts), x.Allocations(), x.InventoryRevision, x.AllocationRevision)
 }
