@@ -84,3 +84,22 @@ type AllocationFilter struct {
 	// unbounded.
 	From, To time.Time
 }
+
+// AllocationChange is one entry of a store's allocation change log: an allocation that was
+// added or removed by the write that moved AllocationRevision to Revision. A changed row is
+// a removal of the old allocation and an addition of the new one at the same revision.
+type AllocationChange struct {
+	Revision   int64
+	Removed    bool // false: added
+	Allocation Allocation
+}
+
+// AllocationLog is implemented by the Tx of stores that log allocation changes, so an
+// availability index in another process (a replica) catches up on the deltas instead of
+// rebuilding from every allocation.
+type AllocationLog interface {
+	// AllocationChanges returns the changes with since < Revision, ordered by revision
+	// (within one revision, removals first). ok is false when the log no longer reaches back
+	// to since (it was pruned); the caller must then rebuild.
+	AllocationChanges(ctx context.Context, since int64) (changes []AllocationChange, ok bool, err error)
+}
