@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"climate"
+	"climate/http/api"
 )
 
 // params reads a query string strictly: unknown keys and repeated keys are 400s.
@@ -76,16 +77,12 @@ func (p *params) time(key string) time.Time {
 	return d.Time
 }
 
-type slotJSON struct {
-	StartDate string `json:"start_date"`
-	EndDate   string `json:"end_date"`
-	FreeHosts int    `json:"free_hosts"`
-}
+type slotJSON = api.Slot
 
 func toSlotsJSON(slots []climate.Slot) []slotJSON {
 	out := make([]slotJSON, 0, len(slots))
 	for _, s := range slots {
-		out = append(out, slotJSON{perfectTime(s.Start), perfectTime(s.End), s.Free})
+		out = append(out, slotJSON{StartDate: perfectTime(s.Start), EndDate: perfectTime(s.End), FreeHosts: s.Free})
 	}
 	return out
 }

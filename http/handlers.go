@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"climate"
+	"climate/http/api"
 )
 
 func (s *Server) listLeases(r *http.Request, who climate.Identity) (int, any, error) {
@@ -127,17 +128,10 @@ func (s *Server) deleteHost(r *http.Request, who climate.Identity) (int, any, er
 	return http.StatusNoContent, nil, s.Hosts.DeleteHost(r.Context(), who, r.PathValue("id"))
 }
 
-type allocationJSON struct {
-	ResourceID   string                `json:"resource_id"`
-	Reservations []allocatedReservJSON `json:"reservations"`
-}
-
-type allocatedReservJSON struct {
-	ID        string `json:"id"`
-	LeaseID   string `json:"lease_id"`
-	StartDate string `json:"start_date"`
-	EndDate   string `json:"end_date"`
-}
+type (
+	allocationJSON      = api.Allocation
+	allocatedReservJSON = api.AllocatedReservation
+)
 
 func toAllocationJSON(a climate.HostAllocation) allocationJSON {
 	out := allocationJSON{ResourceID: a.HostID, Reservations: make([]allocatedReservJSON, 0, len(a.Reservations))}

@@ -8,14 +8,15 @@ import (
 	"time"
 
 	"climate"
+	"climate/http/api"
 )
 
 // Blazar's wire formats. Lease dates and event times go out as oslo's PERFECT_TIME_FORMAT
 // (python-blazarclient parses that exact form for --prolong-for and friends); created_at
 // and updated_at go out as Python's isoformat(' ').
 const (
-	perfectTimeFormat = "2006-01-02T15:04:05.000000"
-	apiDateFormat     = "2006-01-02 15:04"
+	perfectTimeFormat = api.TimeFormat
+	apiDateFormat     = api.DateFormat
 )
 
 func perfectTime(t time.Time) string { return t.UTC().Format(perfectTimeFormat) }
@@ -61,50 +62,12 @@ func parseDate(s string) (climate.Date, bool) {
 	return climate.Date{}, false
 }
 
-type leaseJSON struct {
-	ID           string            `json:"id"`
-	Name         string            `json:"name"`
-	StartDate    string            `json:"start_date"`
-	EndDate      string            `json:"end_date"`
-	Status       string            `json:"status"`
-	Degraded     bool              `json:"degraded"`
-	UserID       string            `json:"user_id"`
-	ProjectID    string            `json:"project_id"`
-	TrustID      string            `json:"trust_id"`
-	CreatedAt    string            `json:"created_at"`
-	UpdatedAt    *string           `json:"updated_at"`
-	Reservations []reservationJSON `json:"reservations"`
-	Events       []eventJSON       `json:"events"`
-}
-
-type reservationJSON struct {
-	ID                   string  `json:"id"`
-	LeaseID              string  `json:"lease_id"`
-	ResourceID           string  `json:"resource_id"`
-	ResourceType         string  `json:"resource_type"`
-	Status               string  `json:"status"`
-	MissingResources     bool    `json:"missing_resources"`
-	ResourcesChanged     bool    `json:"resources_changed"`
-	CreatedAt            string  `json:"created_at"`
-	UpdatedAt            *string `json:"updated_at"`
-	Min                  int     `json:"min"`
-	Max                  int     `json:"max"`
-	HypervisorProperties string  `json:"hypervisor_properties"`
-	ResourceProperties   string  `json:"resource_properties"`
-	BeforeEnd            string  `json:"before_end"`
-	// Hosts is Climate's extension on dry runs: what would be allocated.
-	Hosts []string `json:"hosts,omitempty"`
-}
-
-type eventJSON struct {
-	ID        string  `json:"id"`
-	LeaseID   string  `json:"lease_id"`
-	EventType string  `json:"event_type"`
-	Time      string  `json:"time"`
-	Status    string  `json:"status"`
-	CreatedAt string  `json:"created_at"`
-	UpdatedAt *string `json:"updated_at"`
-}
+// The wire shapes are shared with the Go client (package api).
+type (
+	leaseJSON       = api.Lease
+	reservationJSON = api.Reservation
+	eventJSON       = api.Event
+)
 
 func toLeaseJSON(l *climate.Lease) leaseJSON {
 	out := leaseJSON{
@@ -334,28 +297,7 @@ func beforeEndDate(o object) (*time.Time, error) {
 	return &d.Time, nil
 }
 
-// parseDuration reads a duration such as "90m", "4h", "2d" or "1d12h" (Go's syntax plus
-// days).
-func parseDuration(s string) (time.Duration, bool) {
-	s = strings.TrimSpace(s)
-	var days int64
-	if i := strings.IndexByte(s, 'd'); i > 0 {
-		n, err := strconv.ParseInt(s[:i], 10, 32)
-		if err != nil {
-			return 0, false
-		}
-		days, s = n, s[i+1:]
-	}
-	var rest time.Duration
-	if s != "" {
-		var err error
-		if rest, err = time.ParseDuration(s); err != nil {
-			return 0, false
-		}
-	}
-	d := time.Duration(days)*24*time.Hour + rest
-	return d, d > 0
-}
+func parseDuration(s string) (time.Duration, bool) { return api.ParseDuration(s) }
 
 // duration returns a duration field ("4h", "2d", …); absent or null gives zero.
 func (o object) duration(key string) (time.Duration, error) {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"climate/http/api"
 )
 
 func runCLI(t *testing.T, args ...string) (string, error) {
@@ -33,7 +35,7 @@ func TestAvailabilityCommands(t *testing.T) {
 		t.Fatal(err, out)
 	}
 	var got struct {
-		Slots []slotOut `json:"slots"`
+		Slots []api.Slot `json:"slots"`
 	}
 	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got.Slots) == 0 || got.Slots[0].StartDate != day+"T14:00:00.000000" || got.Slots[0].FreeHosts != 2 {
 		t.Fatalf("earliest: %v %q", err, out)

@@ -1,0 +1,521 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"climate/http/api"
+)
+
+// leaseColumns are lease list's default columns.
+var leaseColumns = []string{"id", "name", "start_date", "end_date", "status"}
+
+func newLeaseCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "lease",
+		Short: "Create, list, show, change, delete and wait for leases",
+		Long: `Leases reserve capacity for a time window. Leases are named by name or id.
+
+` + clientHelp,
+		Example: `  climate lease create train --reservation resource_type=physical:host,min=2,max=2 --start-date now --end-date +6h
+  climate lease list
+  climate lease show train -o json`,
+	}
+	o := addClientFlags(cmd)
+	cmd.AddCommand(newLeaseListCmd(o), newLeaseShowCmd(o), newLeaseCreateCmd(o), newLeaseUpdateCmd(o),
+		newLeaseDeleteCmd(o), newLeaseWaitCmd(o))
+	return cmd
+}
+
+func newLeaseListCmd(o *clientOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List the leases you can see (admins: every project's)",
+		Example: `  climate lease list
+  climate lease list --sort-by start_date -c name -c start_date -c status
+  climate lease list -o json | jq -r '.[] | select(.status == "ACTIVE") | .name'
+  climate lease list -o value -c id`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := o.client(cmd)
+			if err != nil {
+				return err
+			}
+			leases, err := c.ListLeases(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return o.out.printList(cmd.OutOrStdout(), leases, leaseColumns)
+		},
+	}
+}
+
+func newLeaseShowCmd(o *clientOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "show NAME|ID",
+		Short: "Show a lease with its reservations and events",
+		Example: `  climate lease show train
+  climate lease show train -o json
+  climate lease show train -o value -c status`,
+		Args:              exactArgs(1, "NAME|ID"),
+		ValidArgsFunction: completeLeases(o),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := o.client(cmd)
+			if err != nil {
+				return err
+			}
+			l, err := c.FindLease(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return o.out.printObject(cmd.OutOrStdout(), l)
+		},
+	}
+}
+
+type leaseCreateOptions struct {
+	start, end, beforeEnd string
+	reservations          []string
+	physical              []string
+	duration, deadline    string
+	dryRun                bool
+	wait                  waitOptions
+}
+
+func newLeaseCreateCmd(o *clientOptions) *cobra.Command {
+	lo := &leaseCreateOptions{}
+	cmd := &cobra.Command{
+		Use:   "create NAME",
+		Short: "Create a lease: reserve hosts for a time window",
+		Long: `Create a lease named NAME with one --reservation per kind of capacity. Dates accept
+` + dateHelp + `. A +DURATION end date counts from the start. With --start-date earliest
+and --duration, Climate books the first window in which the reservations fit (before
+--deadline, if given).`,
+		Example: `  # Two hosts now, for six hours
+  climate lease create train --reservation resource_type=physical:host,min=2,max=2 --end-date +6h
+
+  # One GPU host next Monday morning, filtered by property (values may contain commas)
+  climate lease create gpu-run --start-date "2030-01-07 09:00" --end-date "2030-01-07 17:00" \
+    --reservation 'resource_type=physical:host,min=1,max=1,resource_properties=["==","$gpu","true"]'
+
+  # The earliest 3-day window for 4 hosts before March, and wait until it is ACTIVE
+  climate lease create big --start-date earliest --duration 3d --deadline "2030-03-01 00:00" \
+    --reservation resource_type=physical:host,min=4,max=4 --wait
+
+  # See what would be booked, without booking
+  climate lease create try --reservation resource_type=physical:host,min=1,max=1 --dry-run`,
+		Args: exactArgs(1, "NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := o.client(cmd)
+			if err != nil {
+				return err
+			}
+			req, err := lo.request(args[0], time.Now())
+			if err != nil {
+				return err
+			}
+			if err := lo.wait.check(); err != nil {
+				return err
+			}
+			l, err := c.CreateLease(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			if lo.dryRun {
+				fmt.Fprintln(cmd.ErrOrStderr(), "Dry run: nothing was booked. This is what would be:")
+				return o.out.printObject(cmd.OutOrStdout(), l)
+			}
+			if lo.wait.enabled {
+				if l, err = lo.wait.run(cmd, c, l); err != nil {
+					return err
+				}
+			}
+			return o.out.printObject(cmd.OutOrStdout(), l)
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&lo.reservations, "reservation", nil, "a reservation, "+reservationHelp+" (repeatable)")
+	f.StringArrayVar(&lo.physical, "physical-reservation", nil, "a host reservation (Blazar's legacy flag): min=N,max=N[,hypervisor_properties=…][,resource_properties=…] (repeatable)")
+	f.StringVar(&lo.start, "start-date", "now", "start: "+dateHelp+", or earliest (with --duration)")
+	f.StringVar(&lo.end, "end-date", "", "end: a date or +DURATION after the start (default: a day after the start, as in Blazar)")
+	f.StringVar(&lo.beforeEnd, "before-end-date", "", "when the before_end_lease event fires: a date or -DURATION before the end (default: the server's)")
+	f.StringVar(&lo.duration, "duration", "", "with --start-date earliest: how long the lease lasts (90m, 6h, 2d)")
+	f.StringVar(&lo.deadline, "deadline", "", "with --start-date earliest: the lease must end by this date")
+	f.BoolVar(&lo.dryRun, "dry-run", false, "plan the lease and show the hosts it would get, without booking")
+	lo.wait.addFlags(cmd, "wait until the lease reaches --status (default ACTIVE), showing its status")
+	return cmd
+}
+
+// request builds the API request from the flags; relative dates count from now.
+func (lo *leaseCreateOptions) request(name string, now time.Time) (api.LeaseRequest, error) {
+	req := api.LeaseRequest{Name: name, DryRun: lo.dryRun, Reservations: []map[string]any{}}
+	for _, s := range lo.reservations {
+		r, err := parseReservation("reservation", s)
+		if err != nil {
+			return req, err
+		}
+		if _, ok := r["resource_type"]; !ok {
+			return req, fmt.Errorf("--reservation %q: resource_type is required (e.g. resource_type=physical:host)", s)
+		}
+		req.Reservations = append(req.Reservations, r)
+	}
+	for _, s := range lo.physical {
+		r, err := parseReservation("physical-reservation", s)
+		if err != nil {
+			return req, err
+		}
+		r["resource_type"] = "physical:host"
+		req.Reservations = append(req.Reservations, r)
+	}
+	if len(req.Reservations) == 0 && !lo.dryRun {
+		return req, fmt.Errorf("a lease needs at least one --reservation, e.g. --reservation resource_type=physical:host,min=1,max=1")
+	}
+	earliest := lo.start == "earliest"
+	if (lo.duration != "" || lo.deadline != "") && !earliest {
+		return req, fmt.Errorf("--duration and --deadline go with --start-date earliest")
+	}
+	if earliest {
+		if lo.duration == "" {
+			return req, fmt.Errorf("--start-date earliest needs --duration (e.g. --duration 6h)")
+		}
+		if lo.end != "" {
+			return req, fmt.Errorf("--start-date earliest takes --duration, not --end-date")
+		}
+		if _, err := parseDelta("duration", lo.duration); err != nil {
+			return req, err
+		}
+		req.StartDate, req.Duration = "earliest", lo.duration
+		if lo.deadline != "" {
+			t, isNow, err := parseDate("deadline", lo.deadline, now)
+			if err != nil || isNow {
+				return req, fmt.Errorf("--deadline %q: want a date: %s", lo.deadline, dateHelp)
+			}
+			req.Deadline = wireDate(t)
+		}
+		return req, lo.beforeEndDate(&req, time.Time{})
+	}
+	start, startNow, err := parseDate("start-date", lo.start, now)
+	if err != nil {
+		return req, err
+	}
+	req.StartDate = "now"
+	base := now
+	if !startNow {
+		req.StartDate, base = wireDate(start), start
+	}
+	end := base.Add(24 * time.Hour).UTC().Truncate(time.Second)
+	if lo.end != "" {
+		t, endNow, err := parseDate("end-date", lo.end, base)
+		if err != nil {
+			return req, err
+		}
+		if endNow {
+			return req, fmt.Errorf("--end-date now: a lease cannot end when it starts; give a date or +DURATION")
+		}
+		end = t
+	}
+	req.EndDate = wireDate(end)
+	return req, lo.beforeEndDate(&req, end)
+}
+
+// beforeEndDate sets the request's before_end_date; -DURATION counts back from end.
+func (lo *leaseCreateOptions) beforeEndDate(req *api.LeaseRequest, end time.Time) error {
+	if lo.beforeEnd == "" {
+		return nil
+	}
+	if rest, ok := cutMinus(lo.beforeEnd); ok {
+		if end.IsZero() {
+			return fmt.Errorf("--before-end-date -DURATION needs a known end date; give a date instead")
+		}
+		d, err := parseDelta("before-end-date", rest)
+		if err != nil {
+			return err
+		}
+		req.BeforeEndDate = wireDate(end.Add(-d))
+		return nil
+	}
+	t, isNow, err := parseDate("before-end-date", lo.beforeEnd, time.Now())
+	if err != nil {
+		return err
+	}
+	if isNow {
+		return fmt.Errorf("--before-end-date now: give a date or -DURATION before the end")
+	}
+	req.BeforeEndDate = wireDate(t)
+	return nil
+}
+
+// cutMinus reports whether s is "-DURATION" (not a date, which starts with a digit).
+func cutMinus(s string) (string, bool) {
+	if len(s) > 1 && s[0] == '-' {
+		return s[1:], true
+	}
+	return s, false
+}
+
+type leaseUpdateOptions struct {
+	name, start, end, beforeEnd       string
+	prolong, reduce, deferBy, advance string
+	reservations                      []string
+}
+
+func newLeaseUpdateCmd(o *clientOptions) *cobra.Command {
+	uo := &leaseUpdateOptions{}
+	cmd := &cobra.Command{
+		Use:     "update NAME|ID",
+		Aliases: []string{"set"},
+		Short:   "Rename, move, extend or shorten a lease, or resize its reservations",
+		Long: `Change a lease. The end moves with --end-date, --prolong-for or --reduce-by; the start
+with --start-date, --defer-by or --advance-by (only before the lease starts). Durations
+are like 30m, 2h, 1d or 1d12h. --reservation changes one reservation, named by its id.`,
+		Example: `  climate lease update train --prolong-for 2h
+  climate lease update train --defer-by 1d --prolong-for 1d
+  climate lease update train --name train-v2 --end-date "2030-01-08 18:00"
+  climate lease update train --reservation id=RESERVATION_ID,max=4`,
+		Args:              exactArgs(1, "NAME|ID"),
+		ValidArgsFunction: completeLeases(o),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := uo.check(); err != nil {
+				return err
+			}
+			c, err := o.client(cmd)
+			if err != nil {
+				return err
+			}
+			l, err := c.FindLease(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			u, err := uo.update(l)
+			if err != nil {
+				return err
+			}
+			if l, err = c.UpdateLease(cmd.Context(), l.ID, u); err != nil {
+				return err
+			}
+			return o.out.printObject(cmd.OutOrStdout(), l)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&uo.name, "name", "", "new name")
+	f.StringVar(&uo.start, "start-date", "", "new start: "+dateHelp)
+	f.StringVar(&uo.end, "end-date", "", "new end: a date, or +DURATION after the (new) start")
+	f.StringVar(&uo.beforeEnd, "before-end-date", "", "when before_end_lease fires: a date or -DURATION before the end")
+	f.StringVar(&uo.prolong, "prolong-for", "", "move the end later by this much")
+	f.StringVar(&uo.reduce, "reduce-by", "", "move the end earlier by this much")
+	f.StringVar(&uo.deferBy, "defer-by", "", "move the start later by this much")
+	f.StringVar(&uo.advance, "advance-by", "", "move the start earlier by this much")
+	f.StringArrayVar(&uo.reservations, "reservation", nil, "change a reservation: id=RESERVATION_ID,KEY=VALUE,… (min, max, hypervisor_properties, resource_properties; repeatable)")
+	return cmd
+}
+
+// check rejects conflicting flags and an update that changes nothing, before any request.
+func (uo *leaseUpdateOptions) check() error {
+	if n := count(uo.end, uo.prolong, uo.reduce); n > 1 {
+		return fmt.Errorf("give only one of --end-date, --prolong-for and --reduce-by")
+	}
+	if n := count(uo.start, uo.deferBy, uo.advance); n > 1 {
+		return fmt.Errorf("give only one of --start-date, --defer-by and --advance-by")
+	}
+	if count(uo.name, uo.start, uo.end, uo.beforeEnd, uo.prolong, uo.reduce, uo.deferBy, uo.advance) == 0 && len(uo.reservations) == 0 {
+		return fmt.Errorf("nothing to change: give --name, --start-date, --end-date, --prolong-for, --reduce-by, --defer-by, --advance-by, --before-end-date or --reservation")
+	}
+	return nil
+}
+
+func count(values ...string) int {
+	n := 0
+	for _, v := range values {
+		if v != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// update computes the request from the flags and the lease as it is now; like Blazar's
+// client, relative changes are applied to the lease's current dates.
+func (uo *leaseUpdateOptions) update(l *api.Lease) (api.LeaseUpdate, error) {
+	u := api.LeaseUpdate{Name: uo.name}
+	start, err := api.ParseTime(l.StartDate)
+	if err != nil {
+		return u, fmt.Errorf("lease %s has an unreadable start_date %q", l.ID, l.StartDate)
+	}
+	end, err := api.ParseTime(l.EndDate)
+	if err != nil {
+		return u, fmt.Errorf("lease %s has an unreadable end_date %q", l.ID, l.EndDate)
+	}
+	newStart, newEnd := start, end
+	switch {
+	case uo.start != "":
+		t, isNow, err := parseDate("start-date", uo.start, time.Now())
+		if err != nil {
+			return u, err
+		}
+		u.StartDate = "now"
+		if !isNow {
+			u.StartDate, newStart = wireDate(t), t
+		} else {
+			newStart = time.Now()
+		}
+	case uo.deferBy != "" || uo.advance != "":
+		d, err := signedDelta("defer-by", uo.deferBy, "advance-by", uo.advance)
+		if err != nil {
+			return u, err
+		}
+		newStart = start.Add(d)
+		u.StartDate = wireDate(newStart)
+	}
+	switch {
+	case uo.end != "":
+		t, isNow, err := parseDate("end-date", uo.end, newStart)
+		if err != nil {
+			return u, err
+		}
+		if isNow {
+			u.EndDate = "now"
+		} else {
+			u.EndDate, newEnd = wireDate(t), t
+		}
+	case uo.prolong != "" || uo.reduce != "":
+		d, err := signedDelta("prolong-for", uo.prolong, "reduce-by", uo.reduce)
+		if err != nil {
+			return u, err
+		}
+		newEnd = end.Add(d)
+		u.EndDate = wireDate(newEnd)
+	}
+	if uo.beforeEnd != "" {
+		lo := leaseCreateOptions{beforeEnd: uo.beforeEnd}
+		var req api.LeaseRequest
+		if err := lo.beforeEndDate(&req, newEnd); err != nil {
+			return u, err
+		}
+		u.BeforeEndDate = req.BeforeEndDate
+	}
+	for _, s := range uo.reservations {
+		r, err := parseReservation("reservation", s)
+		if err != nil {
+			return u, err
+		}
+		if _, ok := r["id"]; !ok {
+			return u, fmt.Errorf("--reservation %q: id=RESERVATION_ID is required on update (see climate lease show %s)", s, l.Name)
+		}
+		u.Reservations = append(u.Reservations, r)
+	}
+	return u, nil
+}
+
+// signedDelta reads one of a later/earlier pair of duration flags as a signed duration.
+func signedDelta(laterFlag, later, earlierFlag, earlier string) (time.Duration, error) {
+	if later != "" {
+		return parseDelta(laterFlag, later)
+	}
+	d, err := parseDelta(earlierFlag, earlier)
+	return -d, err
+}
+
+func newLeaseDeleteCmd(o *clientOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete NAME|ID…",
+		Short: "Delete leases (an active lease is ended first)",
+		Example: `  climate lease delete train
+  climate lease delete 2d3f9c1e-8d5b-4a7e-9b55-0c4a3f1b2e6d old-run`,
+		Args:              minArgs(1, "NAME|ID…"),
+		ValidArgsFunction: completeLeases(o),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := o.client(cmd)
+			if err != nil {
+				return err
+			}
+			for _, ref := range args {
+				l, err := c.FindLease(cmd.Context(), ref)
+				if err != nil {
+					return err
+				}
+				if err := c.DeleteLease(cmd.Context(), l.ID); err != nil {
+					return fmt.Errorf("deleting lease %s: %w", ref, err)
+				}
+				if o.out.format == "table" {
+					fmt.Fprintf(cmd.OutOrStdout(), "Deleted lease %s (%s)\n", l.Name, l.ID)
+				}
+			}
+			return nil
+		},
+	}
+}
+
+func newLeaseWaitCmd(o *clientOptions) *cobra.Command {
+	w := &waitOptions{enabled: true}
+	cmd := &cobra.Command{
+		Use:   "wait NAME|ID",
+		Short: "Wait until a lease reaches a status, showing its progress",
+		Long: `Wait until the lease reaches --status, showing a live line with the elapsed time, the
+current status and the time left until the lease starts (or ends). It fails when the
+lease goes to ERROR, is deleted, or can no longer reach the status, and after --timeout.`,
+		Example: `  climate lease wait train                       # until ACTIVE
+  climate lease wait train --status TERMINATED --timeout 2h`,
+		Args:              exactArgs(1, "NAME|ID"),
+		ValidArgsFunction: completeLeases(o),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := w.check(); err != nil {
+				return err
+			}
+			c, err := o.client(cmd)
+			if err != nil {
+				return err
+			}
+			l, err := c.FindLease(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if l, err = w.run(cmd, c, l); err != nil {
+				return err
+			}
+			return o.out.printObject(cmd.OutOrStdout(), l)
+		},
+	}
+	w.addFlags(cmd, "")
+	return cmd
+}
+
+// exactArgs is cobra.ExactArgs with a message that names what is expected.
+func exactArgs(n int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return fmt.Errorf("%s takes %s (got %d arguments); see %s --help", cmd.CommandPath(), what, len(args), cmd.CommandPath())
+		}
+		return nil
+	}
+}
+
+// minArgs is cobra.MinimumNArgs with a message that names what is expected.
+func minArgs(n int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) < n {
+			return fmt.Errorf("%s takes %s; see %s --help", cmd.CommandPath(), what, cmd.CommandPath())
+		}
+		return nil
+	}
+}
+
+// completeLeases completes lease names from the server.
+func completeLeases(o *clientOptions) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
+		c, err := o.client(cmd)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		leases, err := c.ListLeases(cmd.Context())
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		names := make([]string, 0, len(leases))
+		for _, l := range leases {
+			names = append(names, l.Name+"\t"+l.Status)
+		}
+		return names, cobra.ShellCompDirectiveNoFileComp
+	}
+}

@@ -1,0 +1,393 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+)
+
+// outputOptions are the flags every client command shares for printing results.
+type outputOptions struct {
+	format   string   // table, json, yaml or value
+	columns  []string // --column: fields to print, in this order
+	sortBy   string   // --sort-by: list rows ordered by this field
+	reverse  bool     // --reverse: descending order
+	noHeader bool     // --no-headers: tables without their header line
+}
+
+func (o *outputOptions) addFlags(cmd *cobra.Command) {
+	f := cmd.PersistentFlags()
+	f.StringVarP(&o.format, "output", "o", "table", "output format: table, json, yaml or value (bare values, one row per line, for scripts)")
+	f.StringSliceVarP(&o.columns, "column", "c", nil, "fields to print, e.g. -c id,name or -c id -c status (default: a summary in lists, everything in show)")
+	f.StringVar(&o.sortBy, "sort-by", "", "sort lists by this field (e.g. name, start_date)")
+	f.BoolVar(&o.reverse, "reverse", false, "sort lists in descending order")
+	f.BoolVar(&o.noHeader, "no-headers", false, "print tables without the header line")
+}
+
+func (o *outputOptions) check() error {
+	switch o.format {
+	case "table", "json", "yaml", "value":
+		return nil
+	}
+	return fmt.Errorf("--output %q: want table, json, yaml or value", o.format)
+}
+
+// field is one key of a record with its decoded JSON value.
+type field struct {
+	key   string
+	value any
+}
+
+// record is an API object as ordered fields, in the order the API writes them.
+type record []field
+
+func (r record) get(key string) (any, bool) {
+	for _, f := range r {
+		if f.key == key {
+			return f.value, true
+		}
+	}
+	return nil, false
+}
+
+func (r record) keys() []string {
+	out := make([]string, len(r))
+	for i, f := range r {
+		out[i] = f.key
+	}
+	return out
+}
+
+// toRecord turns an API value (a struct with JSON tags, a map) into a record, keeping the
+// order of its JSON keys, also in nested objects.
+func toRecord(v any) (record, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	val, err := decodeOrdered(dec)
+	if err != nil {
+		return nil, err
+	}
+	r, ok := val.(record)
+	if !ok {
+		return nil, fmt.Errorf("not an object: %s", b)
+	}
+	return r, nil
+}
+
+// decodeOrdered decodes the next JSON value: objects as records, arrays as []any, numbers
+// as json.Number.
+func decodeOrdered(dec *json.Decoder) (any, error) {
+	t, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	switch t {
+	case json.Delim('{'):
+		r := record{}
+		for dec.More() {
+			k, err := dec.Token()
+			if err != nil {
+				return nil, err
+			}
+			v, err := decodeOrdered(dec)
+			if err != nil {
+				return nil, err
+			}
+			r = append(r, field{key: k.(string), value: v})
+		}
+		_, err := dec.Token() // '}'
+		return r, err
+	case json.Delim('['):
+		list := []any{}
+		for dec.More() {
+			v, err := decodeOrdered(dec)
+			if err != nil {
+				return nil, err
+			}
+			list = append(list, v)
+		}
+		_, err := dec.Token() // ']'
+		return list, err
+	}
+	return t, nil
+}
+
+// MarshalJSON writes the record as an object with its keys in order.
+func (r record) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, f := range r {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(f.key)
+		v, err := json.Marshal(f.value)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// only returns the fields cols, in that order.
+func (r record) only(cols []string) record {
+	out := make(record, 0, len(cols))
+	for _, c := range cols {
+		v, _ := r.get(c)
+		out = append(out, field{c, v})
+	}
+	return out
+}
+
+// normalizeColumn lets users write a field as "start_date", "start-date" or "START DATE".
+func normalizeColumn(c string) string {
+	return strings.NewReplacer("-", "_", " ", "_").Replace(strings.ToLower(strings.TrimSpace(c)))
+}
+
+// selectColumns checks --column against the fields records have (known) and returns the
+// columns to print: the user's, or def.
+func (o *outputOptions) selectColumns(known, def []string) ([]string, error) {
+	if len(o.columns) == 0 {
+		return def, nil
+	}
+	cols := make([]string, 0, len(o.columns))
+	for _, c := range o.columns {
+		n := normalizeColumn(c)
+		if !slices.Contains(known, n) {
+			return nil, fmt.Errorf("--column %q: no such field; choose from %s", c, strings.Join(known, ", "))
+		}
+		cols = append(cols, n)
+	}
+	return cols, nil
+}
+
+// printList prints items (API objects) as rows. def are the table's default columns;
+// JSON and YAML print whole objects unless --column is given.
+func (o *outputOptions) printList(w io.Writer, items any, def []string) error {
+	rows, known, err := toRecords(items)
+	if err != nil {
+		return err
+	}
+	if len(known) == 0 {
+		known = def
+	}
+	cols, err := o.selectColumns(known, def)
+	if err != nil {
+		return err
+	}
+	if o.sortBy != "" {
+		key := normalizeColumn(o.sortBy)
+		if !slices.Contains(known, key) {
+			return fmt.Errorf("--sort-by %q: no such field; choose from %s", o.sortBy, strings.Join(known, ", "))
+		}
+		order := slices.Clone(rows)
+		slices.SortStableFunc(order, func(a, b record) int {
+			va, _ := a.get(key)
+			vb, _ := b.get(key)
+			c := compareValues(va, vb)
+			if o.reverse {
+				c = -c
+			}
+			return c
+		})
+		rows = order
+	} else if o.reverse {
+		slices.Reverse(rows)
+	}
+	switch o.format {
+	case "json", "yaml":
+		if len(o.columns) == 0 {
+			cols = nil // whole objects
+		}
+		return writeStructured(w, o.format, jsonList(rows, cols))
+	case "value":
+		for _, r := range rows {
+			cells := make([]string, len(cols))
+			for i, c := range cols {
+				v, _ := r.get(c)
+				cells[i] = cell(v)
+			}
+			fmt.Fprintln(w, strings.Join(cells, " "))
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	if !o.noHeader {
+		heads := make([]string, len(cols))
+		for i, c := range cols {
+			heads[i] = header(c)
+		}
+		fmt.Fprintln(tw, strings.Join(heads, "\t"))
+	}
+	for _, r := range rows {
+		cells := make([]string, len(cols))
+		for i, c := range cols {
+			v, _ := r.get(c)
+			cells[i] = strings.ReplaceAll(cell(v), "\n", ", ")
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	return tw.Flush()
+}
+
+// printObject prints one API object: a FIELD/VALUE table, or the object in JSON/YAML, or
+// its values one per line.
+func (o *outputOptions) printObject(w io.Writer, item any) error {
+	r, err := toRecord(item)
+	if err != nil {
+		return err
+	}
+	cols, err := o.selectColumns(r.keys(), r.keys())
+	if err != nil {
+		return err
+	}
+	switch o.format {
+	case "json", "yaml":
+		return writeStructured(w, o.format, r.only(cols))
+	case "value":
+		for _, c := range cols {
+			v, _ := r.get(c)
+			fmt.Fprintln(w, cell(v))
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	if !o.noHeader {
+		fmt.Fprintln(tw, "FIELD\tVALUE")
+	}
+	for _, c := range cols {
+		v, _ := r.get(c)
+		for i, line := range strings.Split(cell(v), "\n") {
+			name := c
+			if i > 0 {
+				name = ""
+			}
+			fmt.Fprintf(tw, "%s\t%s\n", name, line)
+		}
+	}
+	return tw.Flush()
+}
+
+// toRecords converts a slice of API objects and lists the fields they have, in order.
+func toRecords(items any) ([]record, []string, error) {
+	b, err := json.Marshal(items)
+	if err != nil {
+		return nil, nil, err
+	}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(b, &raws); err != nil {
+		return nil, nil, err
+	}
+	rows := make([]record, 0, len(raws))
+	var known []string
+	for _, raw := range raws {
+		r, err := toRecord(raw)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, k := range r.keys() {
+			if !slices.Contains(known, k) {
+				known = append(known, k)
+			}
+		}
+		rows = append(rows, r)
+	}
+	return rows, known, nil
+}
+
+// jsonList returns rows for JSON output, each limited to cols (nil: all of its fields).
+func jsonList(rows []record, cols []string) []record {
+	if cols == nil {
+		return rows
+	}
+	out := make([]record, len(rows))
+	for i, r := range rows {
+		out[i] = r.only(cols)
+	}
+	return out
+}
+
+// writeStructured writes v as indented JSON or as YAML.
+func writeStructured(w io.Writer, format string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	if format == "yaml" {
+		if b, err = yaml.JSONToYAML(b); err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}
+
+// header turns a field name into a table heading: start_date → START DATE.
+func header(key string) string {
+	return strings.ToUpper(strings.ReplaceAll(key, "_", " "))
+}
+
+// cell renders a value for a table or value output: scalars as they are, lists one item
+// per line, objects as compact JSON.
+func cell(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return v
+	case json.Number:
+		return v.String()
+	case bool:
+		return strconv.FormatBool(v)
+	case []any:
+		lines := make([]string, len(v))
+		for i, item := range v {
+			lines[i] = cell(item)
+		}
+		return strings.Join(lines, "\n")
+	case record: // nested objects: key=value pairs, empty ones left out
+		pairs := make([]string, 0, len(v))
+		for _, f := range v {
+			if c := cell(f.value); c != "" {
+				pairs = append(pairs, f.key+"="+strings.ReplaceAll(c, "\n", ","))
+			}
+		}
+		return strings.Join(pairs, " ")
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// compareValues orders two cells: numbers by value, anything else as text.
+func compareValues(a, b any) int {
+	na, errA := strconv.ParseFloat(cell(a), 64)
+	nb, errB := strconv.ParseFloat(cell(b), 64)
+	if errA == nil && errB == nil {
+		switch {
+		case na < nb:
+			return -1
+		case na > nb:
+			return 1
+		}
+		return 0
+	}
+	return strings.Compare(cell(a), cell(b))
+}

@@ -1,0 +1,259 @@
+// Package api holds the shapes of Climate's REST API (Blazar's v1 wire format and Climate's
+// extensions), shared by the server in package http and the Go client in http/client, so
+// both sides read and write the same JSON.
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Wire date formats. Lease dates and event times go out as oslo's PERFECT_TIME_FORMAT
+// (python-blazarclient parses that exact form); requests take Blazar's minute form.
+const (
+	TimeFormat = "2006-01-02T15:04:05.000000"
+	DateFormat = "2006-01-02 15:04"
+)
+
+// ParseTime reads a time the server wrote (TimeFormat, UTC).
+func ParseTime(s string) (time.Time, error) {
+	return time.ParseInLocation(TimeFormat, s, time.UTC)
+}
+
+// ParseDuration reads a duration such as "90m", "4h", "2d" or "1d12h" (Go's syntax plus
+// days). It accepts only positive durations.
+func ParseDuration(s string) (time.Duration, bool) {
+	s = strings.TrimSpace(s)
+	var days int64
+	if i := strings.IndexByte(s, 'd'); i > 0 {
+		n, err := strconv.ParseInt(s[:i], 10, 32)
+		if err != nil {
+			return 0, false
+		}
+		days, s = n, s[i+1:]
+	}
+	var rest time.Duration
+	if s != "" {
+		var err error
+		if rest, err = time.ParseDuration(s); err != nil {
+			return 0, false
+		}
+	}
+	d := time.Duration(days)*24*time.Hour + rest
+	return d, d > 0
+}
+
+// Lease is a lease as the API returns it.
+type Lease struct {
+	ID           string        `json:"id"`
+	Name         string        `json:"name"`
+	StartDate    string        `json:"start_date"`
+	EndDate      string        `json:"end_date"`
+	Status       string        `json:"status"`
+	Degraded     bool          `json:"degraded"`
+	UserID       string        `json:"user_id"`
+	ProjectID    string        `json:"project_id"`
+	TrustID      string        `json:"trust_id"`
+	CreatedAt    string        `json:"created_at"`
+	UpdatedAt    *string       `json:"updated_at"`
+	Reservations []Reservation `json:"reservations"`
+	Events       []Event       `json:"events"`
+}
+
+// Reservation is one reservation of a lease.
+type Reservation struct {
+	ID                   string  `json:"id"`
+	LeaseID              string  `json:"lease_id"`
+	ResourceID           string  `json:"resource_id"`
+	ResourceType         string  `json:"resource_type"`
+	Status               string  `json:"status"`
+	MissingResources     bool    `json:"missing_resources"`
+	ResourcesChanged     bool    `json:"resources_changed"`
+	CreatedAt            string  `json:"created_at"`
+	UpdatedAt            *string `json:"updated_at"`
+	Min                  int     `json:"min"`
+	Max                  int     `json:"max"`
+	HypervisorProperties string  `json:"hypervisor_properties"`
+	ResourceProperties   string  `json:"resource_properties"`
+	BeforeEnd            string  `json:"before_end"`
+	// Hosts is Climate's extension on dry runs: what would be allocated.
+	Hosts []string `json:"hosts,omitempty"`
+}
+
+// Event is one of a lease's events.
+type Event struct {
+	ID        string  `json:"id"`
+	LeaseID   string  `json:"lease_id"`
+	EventType string  `json:"event_type"`
+	Time      string  `json:"time"`
+	Status    string  `json:"status"`
+	CreatedAt string  `json:"created_at"`
+	UpdatedAt *string `json:"updated_at"`
+}
+
+// LeaseRequest creates a lease. Dates take "now", "YYYY-MM-DD HH:MM" or RFC 3339;
+// StartDate "earliest" with Duration (and optionally Deadline) books the first window
+// where the reservations fit. Reservations are Blazar's free-form dictionaries, e.g.
+// {"resource_type": "physical:host", "min": 1, "max": 2, "resource_properties": "..."}.
+type LeaseRequest struct {
+	Name          string           `json:"name"`
+	StartDate     string           `json:"start_date"`
+	EndDate       string           `json:"end_date,omitempty"`
+	BeforeEndDate string           `json:"before_end_date,omitempty"`
+	Duration      string           `json:"duration,omitempty"`
+	Deadline      string           `json:"deadline,omitempty"`
+	DryRun        bool             `json:"dry_run,omitempty"`
+	Reservations  []map[string]any `json:"reservations"`
+	Events        []map[string]any `json:"events"`
+}
+
+// LeaseUpdate changes a lease; empty fields are left as they are. Reservations name the
+// reservation to change by "id".
+type LeaseUpdate struct {
+	Name          string           `json:"name,omitempty"`
+	StartDate     string           `json:"start_date,omitempty"`
+	EndDate       string           `json:"end_date,omitempty"`
+	BeforeEndDate string           `json:"before_end_date,omitempty"`
+	Reservations  []map[string]any `json:"reservations,omitempty"`
+}
+
+// Allocation lists the reservations holding one host.
+type Allocation struct {
+	ResourceID   string                 `json:"resource_id"`
+	Reservations []AllocatedReservation `json:"reservations"`
+}
+
+// AllocatedReservation is a reservation holding a host over a window.
+type AllocatedReservation struct {
+	ID        string `json:"id"`
+	LeaseID   string `json:"lease_id"`
+	StartDate string `json:"start_date"`
+	EndDate   string `json:"end_date"`
+}
+
+// Property is a host property (extra capability) known to the server.
+type Property struct {
+	Name    string   `json:"property"`
+	Private *bool    `json:"private,omitempty"`
+	Values  []string `json:"values,omitempty"`
+}
+
+// Slot is a window and how many matching hosts are free in it (availability extensions).
+type Slot struct {
+	StartDate string `json:"start_date"`
+	EndDate   string `json:"end_date"`
+	FreeHosts int    `json:"free_hosts"`
+}
+
+// Timeline is the answer of GET /v1/availability/timeline.
+type Timeline struct {
+	MatchingHosts int    `json:"matching_hosts"`
+	Timeline      []Slot `json:"timeline"`
+}
+
+// Error is the body of every error answer.
+type Error struct {
+	Code    int    `json:"error_code"`
+	Message string `json:"error_message"`
+	Name    string `json:"error_name"`
+}
+
+// Host is a compute host. On the wire its extra capabilities are flattened among the
+// standard fields, as Blazar does; Extra holds them here.
+type Host struct {
+	ID                 string
+	HypervisorHostname string
+	ServiceName        string
+	VCPUs              int
+	MemoryMB           int
+	LocalGB            int
+	CPUInfo            string
+	HypervisorType     string
+	HypervisorVersion  int
+	AvailabilityZone   string
+	TrustID            string
+	Reservable         bool
+	CreatedAt          string
+	UpdatedAt          *string
+	Extra              map[string]string
+}
+
+// hostFields are the wire names of Host's standard fields, in the order they are written.
+var hostFields = []string{"id", "hypervisor_hostname", "service_name", "vcpus", "memory_mb", "local_gb",
+	"cpu_info", "hypervisor_type", "hypervisor_version", "availability_zone", "trust_id",
+	"reservable", "status", "created_at", "updated_at"}
+
+// MarshalJSON writes the flattened wire object: the standard fields in a fixed order, then
+// the extra capabilities by name.
+func (h Host) MarshalJSON() ([]byte, error) {
+	std := []any{h.ID, h.HypervisorHostname, h.ServiceName, h.VCPUs, h.MemoryMB, h.LocalGB,
+		h.CPUInfo, h.HypervisorType, h.HypervisorVersion, h.AvailabilityZone, h.TrustID,
+		h.Reservable, nil, h.CreatedAt, h.UpdatedAt}
+	var b bytes.Buffer
+	b.WriteByte('{')
+	write := func(k string, v any) error {
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		kb, _ := json.Marshal(k)
+		vb, err := json.Marshal(v)
+		b.Write(kb)
+		b.WriteByte(':')
+		b.Write(vb)
+		return err
+	}
+	for i, k := range hostFields {
+		if err := write(k, std[i]); err != nil {
+			return nil, err
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(h.Extra)) {
+		if err := write(k, h.Extra[k]); err != nil {
+			return nil, err
+		}
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// UnmarshalJSON reads the flattened wire object; unknown keys become Extra.
+func (h *Host) UnmarshalJSON(b []byte) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	*h = Host{Extra: map[string]string{}}
+	fields := map[string]any{
+		"id": &h.ID, "hypervisor_hostname": &h.HypervisorHostname, "service_name": &h.ServiceName,
+		"vcpus": &h.VCPUs, "memory_mb": &h.MemoryMB, "local_gb": &h.LocalGB, "cpu_info": &h.CPUInfo,
+		"hypervisor_type": &h.HypervisorType, "hypervisor_version": &h.HypervisorVersion,
+		"availability_zone": &h.AvailabilityZone, "trust_id": &h.TrustID, "reservable": &h.Reservable,
+		"created_at": &h.CreatedAt, "updated_at": &h.UpdatedAt,
+	}
+	for k, raw := range m {
+		if k == "status" {
+			continue
+		}
+		if dst, ok := fields[k]; ok {
+			if string(raw) == "null" {
+				continue
+			}
+			if err := json.Unmarshal(raw, dst); err != nil {
+				return fmt.Errorf("host field %s: %v", k, err)
+			}
+			continue
+		}
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			s = string(raw) // a number or boolean written without quotes
+		}
+		h.Extra[k] = s
+	}
+	return nil
+}
