@@ -37,6 +37,7 @@ func Run(t *testing.T, open func(t *testing.T) climate.Store) {
 		{"ResourceProperties", testResourceProperties},
 		{"InventoryRevision", testInventoryRevision},
 		{"AllocationRevision", testAllocationRevision},
+		{"AllocationLog", testAllocationLog},
 		{"ClaimDueEvents", testClaimDueEvents},
 		{"Rollback", testRollback},
 		{"CancelledContext", testCancelledContext},
