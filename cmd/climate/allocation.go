@@ -93,7 +93,7 @@ func newAllocationListCmd(o *clientOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printAllocations(cmd, o, allocs)
+			return printAllocations(cmd, o, allocs, false)
 		},
 	}
 	f.addFlags(cmd)
@@ -132,18 +132,21 @@ func newAllocationShowCmd(o *clientOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printAllocations(cmd, o, []api.Allocation{*a})
+			return printAllocations(cmd, o, []api.Allocation{*a}, true)
 		},
 	}
 	f.addFlags(cmd)
 	return cmd
 }
 
-// printAllocations prints the API objects in JSON/YAML, and one row per host and
-// reservation otherwise.
-func printAllocations(cmd *cobra.Command, o *clientOptions, allocs []api.Allocation) error {
+// printAllocations prints the API objects in JSON/YAML (one object for show), and one
+// row per host and reservation otherwise.
+func printAllocations(cmd *cobra.Command, o *clientOptions, allocs []api.Allocation, show bool) error {
 	structured := o.out.format == "json" || o.out.format == "yaml"
 	if structured && len(o.out.columns) == 0 && o.out.sortBy == "" {
+		if show {
+			return writeStructured(cmd.OutOrStdout(), o.out.format, allocs[0])
+		}
 		return writeStructured(cmd.OutOrStdout(), o.out.format, allocs)
 	}
 	rows := []allocationRow{}

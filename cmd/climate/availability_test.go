@@ -34,14 +34,12 @@ func TestAvailabilityCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err, out)
 	}
-	var got struct {
-		Slots []api.Slot `json:"slots"`
-	}
-	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got.Slots) == 0 || got.Slots[0].StartDate != day+"T14:00:00.000000" || got.Slots[0].FreeHosts != 2 {
+	var got []api.Slot
+	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got) == 0 || got[0].StartDate != day+"T14:00:00.000000" || got[0].FreeHosts != 2 {
 		t.Fatalf("earliest: %v %q", err, out)
 	}
 	out, err = runCLI(t, "availability", "timeline", "--url", s.url, "--from", day+" 08:00", "--to", day+" 16:00", "--step", "4h")
-	if err != nil || !strings.Contains(out, "2 matching hosts") || !strings.Contains(out, day+"T08:00:00.000000  "+day+"T12:00:00.000000  1") {
+	if err != nil || !strings.Contains(out, "2 matching hosts") || !strings.Contains(out, day+"T08:00:00.000000  "+day+"T12:00:00.000000  1\n") {
 		t.Fatalf("timeline: %v\n%s", err, out)
 	}
 	// Errors are the server's message, one line.

@@ -74,6 +74,15 @@ func (o *clientOptions) client(cmd *cobra.Command) (*client.Client, error) {
 	return c, nil
 }
 
+// completionClient is client for shell completion, which cobra runs without the root's
+// PersistentPreRunE: the environment is applied here.
+func (o *clientOptions) completionClient(cmd *cobra.Command) (*client.Client, error) {
+	if err := bindEnv(cmd.Flags()); err != nil {
+		return nil, err
+	}
+	return o.client(cmd)
+}
+
 // loadClientConfig reads the config file; a missing default file is no config.
 func loadClientConfig(path string) (clientConfig, string, error) {
 	var cfg clientConfig

@@ -63,6 +63,9 @@ var reservationKeys = []string{"id", "resource_type", "min", "max", "hypervisor_
 // hold commas (JSON filters) as in Blazar's client.
 var lastKeyValue = regexp.MustCompile(`^(?:(.*),)?(` + strings.Join(reservationKeys, "|") + `)=(.*)$`)
 
+// strayKey finds an unknown ",key=" inside a value that is not JSON (which may hold anything).
+var strayKey = regexp.MustCompile(`,\s*([A-Za-z_][A-Za-z0-9_]*)=`)
+
 const reservationHelp = `KEY=VALUE,… with keys ` + "resource_type, min, max, hypervisor_properties, resource_properties, before_end, id (on update), vcpus, memory_mb, disk_gb, amount, affinity, network_id, required_floatingips"
 
 // parseReservation reads a --reservation value into a request dictionary. Integers go out
@@ -83,6 +86,9 @@ func parseReservation(flag, s string) (map[string]any, error) {
 			return nil, fmt.Errorf("--%s %q: unknown key %q; want %s", flag, s, key, reservationHelp)
 		}
 		key, value := m[2], m[3]
+		if u := strayKey.FindStringSubmatch(value); u != nil && !strings.HasPrefix(value, "[") {
+			return nil, fmt.Errorf("--%s %q: unknown key %q; want %s", flag, s, u[1], reservationHelp)
+		}
 		if _, dup := out[key]; dup {
 			return nil, fmt.Errorf("--%s %q: %s is given twice", flag, s, key)
 		}

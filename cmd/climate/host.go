@@ -190,7 +190,7 @@ func parseExtras(extras []string) (map[string]any, error) {
 // completeHosts completes host names from the server.
 func completeHosts(o *clientOptions) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
-		c, err := o.client(cmd)
+		c, err := o.completionClient(cmd)
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}

@@ -504,7 +504,7 @@ func minArgs(n int, what string) cobra.PositionalArgs {
 // completeLeases completes lease names from the server.
 func completeLeases(o *clientOptions) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
-		c, err := o.client(cmd)
+		c, err := o.completionClient(cmd)
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}

@@ -4,12 +4,16 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"climate/http/client"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -17,6 +21,10 @@ var version = "dev"
 
 func main() {
 	if err := newRootCmd().Execute(); err != nil {
+		var apiErr *client.Error
+		if errors.As(err, &apiErr) && apiErr.Status == http.StatusUnauthorized {
+			err = fmt.Errorf("%w (give --token or set CLIMATE_TOKEN)", err)
+		}
 		fmt.Fprintln(os.Stderr, "climate:", err)
 		os.Exit(1)
 	}
@@ -47,7 +55,8 @@ Flags win over the environment, which wins over the client config file.`,
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return fmt.Errorf("%v (see %s --help)", err, cmd.CommandPath())
 	})
-	addCompletionExamples(root)
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.AddCommand(newCompletionCmd())
 	return root
 }
 
@@ -73,20 +82,37 @@ func bindEnv(flags *pflag.FlagSet) error {
 	return err
 }
 
-// addCompletionExamples sets up cobra's completion command and gives it examples.
-func addCompletionExamples(root *cobra.Command) {
-	root.InitDefaultCompletionCmd()
-	for _, c := range root.Commands() {
-		if c.Name() != "completion" {
-			continue
-		}
-		c.Example = `  source <(climate completion bash)                              # this bash session
-  climate completion zsh > "${fpath[1]}/_climate"                # zsh, for good
-  climate completion fish > ~/.config/fish/completions/climate.fish`
-		for _, sh := range c.Commands() {
-			sh.Example = "  climate completion " + sh.Name() + " --help   # how to install it"
-		}
+// newCompletionCmd prints shell completion scripts. It replaces cobra's default command,
+// which binds its output stream when it is created, so that output follows SetOut.
+func newCompletionCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "completion bash|zsh|fish",
+		Short: "Print the shell completion script (commands, flags, lease and host names)",
+		Long: `Print a completion script for your shell. Lease and host names complete from the
+server (CLIMATE_URL / config file), so completion works best with a reachable server.`,
+		Example: `  source <(climate completion bash)                                   # this bash session
+  climate completion bash > /etc/bash_completion.d/climate            # bash, for good
+  climate completion zsh > "${fpath[1]}/_climate"                     # zsh
+  climate completion fish > ~/.config/fish/completions/climate.fish   # fish`,
+		ValidArgs: []string{"bash", "zsh", "fish"},
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 || (args[0] != "bash" && args[0] != "zsh" && args[0] != "fish") {
+				return fmt.Errorf("climate completion takes one shell: bash, zsh or fish")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			out := cmd.OutOrStdout()
+			switch args[0] {
+			case "bash":
+				return cmd.Root().GenBashCompletionV2(out, true)
+			case "zsh":
+				return cmd.Root().GenZshCompletion(out)
+			}
+			return cmd.Root().GenFishCompletion(out, true)
+		},
 	}
+	return cmd
 }
 
 func newVersionCmd() *cobra.Command {
