@@ -1,0 +1,101 @@
+package postgres
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"climate"
+)
+
+// changes reads the allocation log after since, and the revision, in one snapshot.
+func changes(t *testing.T, s *Store, since int64) ([]climate.AllocationChange, bool, int64) {
+	t.Helper()
+	var cs []climate.AllocationChange
+	var ok bool
+	var rev int64
+	err := s.View(ctx, func(tx climate.Tx) (err error) {
+		if rev, err = tx.AllocationRevision(ctx); err != nil {
+			return err
+		}
+		cs, ok, err = tx.(climate.AllocationLog).AllocationChanges(ctx, since)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("AllocationChanges(%d): %v", since, err)
+	}
+	return cs, ok, rev
+}
+
+func TestAllocationLogContents(t *testing.T) {
+	s := open(t, TestDSN(t))
+	l := testLease("l", t0, t0.Add(time.Hour), "h1", "h2")
+	insert(t, s, l)
+	a1, a2 := l.Reservations[0].Allocations[0], l.Reservations[0].Allocations[1]
+	moved := a1
+	moved.End = t0.Add(2 * time.Hour)
+	l.Reservations[0].Allocations = []climate.Allocation{moved}
+	if err := s.Update(ctx, func(tx climate.Tx) error { return tx.UpdateLease(ctx, l) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Update(ctx, func(tx climate.Tx) error { return tx.DeleteLease(ctx, "l") }); err != nil {
+		t.Fatal(err)
+	}
+	got, ok, rev := changes(t, s, 0)
+	// One revision per row change: h1, h2 added; h1 changed (old out, new in at one
+	// revision) and h2 removed in one update; the delete cascades to the moved h1.
+	want := []climate.AllocationChange{
+		{Revision: 1, Allocation: a1},
+		{Revision: 2, Allocation: a2},
+		{Revision: 3, Removed: true, Allocation: a1},
+		{Revision: 3, Allocation: moved},
+		{Revision: 4, Removed: true, Allocation: a2},
+		{Revision: 5, Removed: true, Allocation: moved},
+	}
+	if !ok || rev != 5 || !reflect.DeepEqual(got, want) {
+		t.Errorf("log from 0: ok %v, revision %d,\n got %+v\nwant %+v", ok, rev, got, want)
+	}
+	if got, ok, _ := changes(t, s, 3); !ok || !reflect.DeepEqual(got, want[4:]) {
+		t.Errorf("log from 3: ok %v, %+v; want %+v", ok, got, want[4:])
+	}
+	// A caller ahead of the store followed another history: it must rebuild.
+	if _, ok, _ := changes(t, s, 6); ok {
+		t.Error("log from 6 with the store at 5: ok; want not ok")
+	}
+}
+
+func TestPruneAllocationLog(t *testing.T) {
+	s := open(t, TestDSN(t))
+	for i, h := range []string{"h1", "h2", "h3", "h4"} {
+		insert(t, s, testLease(h, t0.Add(time.Duration(i)*time.Hour), t0.Add(time.Duration(i+1)*time.Hour), h))
+	}
+	if _, ok, rev := changes(t, s, 0); !ok || rev != 4 {
+		t.Fatalf("before pruning: ok %v, revision %d; want ok at 4", ok, rev)
+	}
+	n, err := s.PruneAllocationLog(ctx, 2)
+	if err != nil || n != 2 {
+		t.Fatalf("PruneAllocationLog(2): %d, %v; want 2 entries deleted", n, err)
+	}
+	for since := int64(0); since <= 4; since++ {
+		got, ok, _ := changes(t, s, since)
+		if wantOK := since >= 2; ok != wantOK || (ok && len(got) != int(4-since)) {
+			t.Errorf("after pruning, from %d: %d changes, ok %v; want ok %v", since, len(got), ok, wantOK)
+		}
+	}
+	// Keeping more than there is deletes nothing and never lowers the mark.
+	if n, err := s.PruneAllocationLog(ctx, 100); err != nil || n != 0 {
+		t.Errorf("PruneAllocationLog(100): %d, %v; want 0", n, err)
+	}
+	if _, ok, _ := changes(t, s, 1); ok {
+		t.Error("from 1 after PruneAllocationLog(100): ok; want still not ok")
+	}
+	if n, err := s.PruneAllocationLog(ctx, 0); err != nil || n != 2 {
+		t.Errorf("PruneAllocationLog(0): %d, %v; want 2", n, err)
+	}
+	if got, ok, _ := changes(t, s, 4); !ok || len(got) != 0 {
+		t.Errorf("from the current revision after pruning everything: %d changes, ok %v; want none, ok", len(got), ok)
+	}
+	if _, err := s.PruneAllocationLog(ctx, -1); err == nil {
+		t.Error("PruneAllocationLog(-1): no error")
+	}
+}

@@ -1,0 +1,48 @@
+package postgres
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"climate"
+)
+
+// SQLSTATE codes the store tells apart.
+const (
+	sqlUniqueViolation      = "23505"
+	sqlExclusionViolation   = "23P01"
+	sqlSerializationFailure = "40001"
+	sqlDeadlockDetected     = "40P01"
+)
+
+// sqlState returns err's SQLSTATE, or "" when it does not come from the server.
+func sqlState(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	return ""
+}
+
+// dbError classifies a database error: an overlapping allocation (the exclusion
+// constraint, usually at COMMIT) or a lost race wraps climate.ErrConflictRetry so the
+// manager re-plans; a uniqueness violation is a conflict; anything else is internal,
+// logged and never shown.
+func dbError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ce *climate.Error
+	if errors.As(err, &ce) {
+		return err
+	}
+	switch sqlState(err) {
+	case sqlExclusionViolation, sqlSerializationFailure, sqlDeadlockDetected:
+		return fmt.Errorf("postgres: %w: %w", climate.ErrConflictRetry, err)
+	case sqlUniqueViolation:
+		return &climate.Error{Code: climate.CodeConflict, Message: "Object already exists", Err: err}
+	}
+	return &climate.Error{Code: climate.CodeInternal, Err: err}
+}

@@ -1,0 +1,429 @@
+package postgres
+
+import (
+	"context"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"climate"
+)
+
+// GetLease returns a lease with its children.
+func (t *tx) GetLease(ctx context.Context, id string) (*climate.Lease, error) {
+	leases, err := t.loadLeases(ctx, "id = $1", id)
+	if err != nil {
+		return nil, err
+	}
+	if len(leases) == 0 {
+		return nil, climate.Errorf(climate.CodeNotFound, "Object with {'lease_id': '%s'} not found", id)
+	}
+	return &leases[0], nil
+}
+
+// ListLeases returns the leases matching f with their children.
+func (t *tx) ListLeases(ctx context.Context, f climate.LeaseFilter) ([]climate.Lease, error) {
+	if f.ProjectID != "" {
+		return t.loadLeases(ctx, "project_id = $1", f.ProjectID)
+	}
+	return t.loadLeases(ctx, "")
+}
+
+// loadLeases loads the leases matching where ("" for all), then each kind of child with
+// one query, so the cost is four queries whatever the number of leases.
+func (t *tx) loadLeases(ctx context.Context, where string, args ...any) ([]climate.Lease, error) {
+	leaseWhere, in := "", ""
+	if where != "" {
+		leaseWhere, in = " WHERE "+where, " WHERE lease_id IN (SELECT id FROM leases WHERE "+where+")"
+	}
+	rows, err := t.q.Query(ctx, `SELECT id, name, user_id, project_id, trust_id, start_at, end_at, status, degraded, created_at, updated_at
+		FROM leases`+leaseWhere+` ORDER BY created_at, id`, args...)
+	if err != nil {
+		return nil, dbError(err)
+	}
+	var leases []climate.Lease
+	index := map[string]int{}
+	for rows.Next() {
+		var l climate.Lease
+		var updated *time.Time
+		if err := rows.Scan(&l.ID, &l.Name, &l.UserID, &l.ProjectID, &l.TrustID, &l.Start, &l.End, &l.Status, &l.Degraded, &l.CreatedAt, &updated); err != nil {
+			rows.Close()
+			return nil, dbError(err)
+		}
+		l.Start, l.End, l.CreatedAt, l.UpdatedAt = fromTS(l.Start), fromTS(l.End), fromTS(l.CreatedAt), fromNullTS(updated)
+		index[l.ID] = len(leases)
+		leases = append(leases, l)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, dbError(err)
+	}
+	if len(leases) == 0 {
+		return nil, nil
+	}
+
+	resIndex := map[string][2]int{} // reservation id → lease index, reservation index
+	rows, err = t.q.Query(ctx, `SELECT id, lease_id, resource_type, status, min_count, max_count, hypervisor_properties,
+		resource_properties, before_end, missing_resources, resources_changed, created_at, updated_at
+		FROM reservations`+in+` ORDER BY created_at, id`, args...)
+	if err != nil {
+		return nil, dbError(err)
+	}
+	for rows.Next() {
+		var r climate.Reservation
+		var updated *time.Time
+		if err := rows.Scan(&r.ID, &r.LeaseID, &r.ResourceType, &r.Status, &r.Min, &r.Max, &r.HypervisorProperties,
+			&r.ResourceProperties, &r.BeforeEnd, &r.MissingResources, &r.ResourcesChanged, &r.CreatedAt, &updated); err != nil {
+			rows.Close()
+			return nil, dbError(err)
+		}
+		r.CreatedAt, r.UpdatedAt = fromTS(r.CreatedAt), fromNullTS(updated)
+		li := index[r.LeaseID]
+		resIndex[r.ID] = [2]int{li, len(leases[li].Reservations)}
+		leases[li].Reservations = append(leases[li].Reservations, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, dbError(err)
+	}
+
+	rows, err = t.q.Query(ctx, `SELECT id, reservation_id, lease_id, resource_id, start_at, end_at
+		FROM allocations`+in+` ORDER BY resource_id, start_at, id`, args...)
+	if err != nil {
+		return nil, dbError(err)
+	}
+	for rows.Next() {
+		a, err := scanAllocation(rows)
+		if err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if at, ok := resIndex[a.ReservationID]; ok {
+			r := &leases[at[0]].Reservations[at[1]]
+			r.Allocations = append(r.Allocations, a)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, dbError(err)
+	}
+
+	rows, err = t.q.Query(ctx, `SELECT id, lease_id, event_type, time, status, created_at, updated_at
+		FROM events`+in+` ORDER BY created_at, id`, args...)
+	if err != nil {
+		return nil, dbError(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		e, err := scanEvent(rows)
+		if err != nil {
+			return nil, err
+		}
+		li := index[e.LeaseID]
+		leases[li].Events = append(leases[li].Events, e)
+	}
+	return leases, dbError(rows.Err())
+}
+
+type scanner interface{ Scan(...any) error }
+
+func scanAllocation(s scanner) (climate.Allocation, error) {
+	var a climate.Allocation
+	if err := s.Scan(&a.ID, &a.ReservationID, &a.LeaseID, &a.ResourceID, &a.Start, &a.End); err != nil {
+		return a, dbError(err)
+	}
+	a.Start, a.End = fromTS(a.Start), fromTS(a.End)
+	return a, nil
+}
+
+// InsertLease writes a lease and all its children. Children are written under their
+// enclosing lease and reservation, whatever their own LeaseID and ReservationID say.
+func (t *tx) InsertLease(ctx context.Context, l *climate.Lease) error {
+	if err := t.writable(); err != nil {
+		return err
+	}
+	// ON CONFLICT DO NOTHING reports a duplicate without aborting the transaction, as the
+	// SQLite store leaves it usable.
+	tag, err := t.q.Exec(ctx, `INSERT INTO leases (id, name, user_id, project_id, trust_id, start_at, end_at, status, degraded, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (id) DO NOTHING`,
+		l.ID, l.Name, l.UserID, l.ProjectID, l.TrustID, ts(l.Start), ts(l.End), l.Status, l.Degraded, ts(l.CreatedAt), nullTS(l.UpdatedAt))
+	if err != nil {
+		return dbError(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return climate.Errorf(climate.CodeConflict, "Lease %s already exists", l.ID)
+	}
+	for _, r := range l.Reservations {
+		if err := t.insertReservation(ctx, l.ID, r); err != nil {
+			return err
+		}
+		for _, a := range r.Allocations {
+			if err := t.insertAllocation(ctx, l.ID, r.ID, a); err != nil {
+				return err
+			}
+		}
+	}
+	for _, e := range l.Events {
+		if err := t.insertEvent(ctx, l.ID, e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *tx) insertReservation(ctx context.Context, leaseID string, r climate.Reservation) error {
+	tag, err := t.q.Exec(ctx, `INSERT INTO reservations (id, lease_id, resource_type, status, min_count, max_count,
+		hypervisor_properties, resource_properties, before_end, missing_resources, resources_changed, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (id) DO NOTHING`,
+		r.ID, leaseID, r.ResourceType, r.Status, r.Min, r.Max, r.HypervisorProperties, r.ResourceProperties, r.BeforeEnd,
+		r.MissingResources, r.ResourcesChanged, ts(r.CreatedAt), nullTS(r.UpdatedAt))
+	if err != nil {
+		return dbError(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return climate.Errorf(climate.CodeConflict, "Reservation %s already exists", r.ID)
+	}
+	return nil
+}
+
+// insertAllocation names its conflict target: ON CONFLICT without one would make the
+// deferred exclusion constraint an arbiter, which PostgreSQL refuses.
+func (t *tx) insertAllocation(ctx context.Context, leaseID, reservationID string, a climate.Allocation) error {
+	tag, err := t.q.Exec(ctx, `INSERT INTO allocations (id, reservation_id, lease_id, resource_id, start_at, end_at)
+		VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING`,
+		a.ID, reservationID, leaseID, a.ResourceID, ts(a.Start), ts(a.End))
+	if err != nil {
+		return dbError(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return climate.Errorf(climate.CodeConflict, "Allocation %s already exists", a.ID)
+	}
+	return nil
+}
+
+func (t *tx) insertEvent(ctx context.Context, leaseID string, e climate.Event) error {
+	tag, err := t.q.Exec(ctx, `INSERT INTO events (id, lease_id, event_type, time, status, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING`,
+		e.ID, leaseID, e.Type, ts(e.Time), e.Status, ts(e.CreatedAt), nullTS(e.UpdatedAt))
+	if err != nil {
+		return dbError(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return climate.Errorf(climate.CodeConflict, "Event %s already exists", e.ID)
+	}
+	return nil
+}
+
+// UpdateLease writes the lease row and syncs its children by id. It compares l with what
+// is stored and writes only children that changed: the engine rewrites a lease on every
+// event, and most of a large lease (its allocations) is then unchanged.
+func (t *tx) UpdateLease(ctx context.Context, l *climate.Lease) error {
+	if err := t.writable(); err != nil {
+		return err
+	}
+	cur, err := t.GetLease(ctx, l.ID)
+	if err != nil {
+		return err
+	}
+	_, err = t.q.Exec(ctx, `UPDATE leases SET name = $1, user_id = $2, project_id = $3, trust_id = $4, start_at = $5, end_at = $6,
+		status = $7, degraded = $8, created_at = $9, updated_at = $10 WHERE id = $11`,
+		l.Name, l.UserID, l.ProjectID, l.TrustID, ts(l.Start), ts(l.End), l.Status, l.Degraded, ts(l.CreatedAt), nullTS(l.UpdatedAt), l.ID)
+	if err != nil {
+		return dbError(err)
+	}
+
+	oldRes := map[string]climate.Reservation{}
+	oldAlloc := map[string]climate.Allocation{}
+	for _, r := range cur.Reservations {
+		for _, a := range r.Allocations {
+			oldAlloc[a.ID] = a
+		}
+		r.Allocations = nil
+		oldRes[r.ID] = r
+	}
+	oldEv := map[string]climate.Event{}
+	for _, e := range cur.Events {
+		oldEv[e.ID] = e
+	}
+
+	// Insert and update first, delete last: an allocation that moves from a removed
+	// reservation to a kept one must be re-pointed before the removal cascades.
+	for _, r := range l.Reservations {
+		allocs := r.Allocations
+		r = normReservation(l.ID, r)
+		if old, had := oldRes[r.ID]; !had {
+			if err := t.insertReservation(ctx, l.ID, r); err != nil {
+				return err
+			}
+		} else if !reflect.DeepEqual(old, r) { // both normalized, Allocations nil
+			if _, err := t.q.Exec(ctx, `UPDATE reservations SET resource_type = $1, status = $2, min_count = $3, max_count = $4,
+				hypervisor_properties = $5, resource_properties = $6, before_end = $7, missing_resources = $8, resources_changed = $9,
+				created_at = $10, updated_at = $11 WHERE id = $12`,
+				r.ResourceType, r.Status, r.Min, r.Max, r.HypervisorProperties, r.ResourceProperties, r.BeforeEnd,
+				r.MissingResources, r.ResourcesChanged, r.CreatedAt, nullTS(r.UpdatedAt), r.ID); err != nil {
+				return dbError(err)
+			}
+		}
+		delete(oldRes, r.ID)
+		for _, a := range allocs {
+			a = normAllocation(l.ID, r.ID, a)
+			if old, had := oldAlloc[a.ID]; !had {
+				if err := t.insertAllocation(ctx, l.ID, r.ID, a); err != nil {
+					return err
+				}
+			} else if old != a {
+				if _, err := t.q.Exec(ctx, `UPDATE allocations SET reservation_id = $1, resource_id = $2, start_at = $3, end_at = $4 WHERE id = $5`,
+					a.ReservationID, a.ResourceID, a.Start, a.End, a.ID); err != nil {
+					return dbError(err)
+				}
+			}
+			delete(oldAlloc, a.ID)
+		}
+	}
+	for _, e := range l.Events {
+		e = normEvent(l.ID, e)
+		if old, had := oldEv[e.ID]; !had {
+			if err := t.insertEvent(ctx, l.ID, e); err != nil {
+				return err
+			}
+		} else if old != e {
+			// The claim belongs to whoever holds the event; it ends only when the event
+			// leaves IN_PROGRESS.
+			claim := `claimed_until`
+			if e.Status != climate.EventInProgress {
+				claim = `NULL`
+			}
+			if _, err := t.q.Exec(ctx, `UPDATE events SET event_type = $1, time = $2, status = $3, claimed_until = `+claim+`,
+				created_at = $4, updated_at = $5 WHERE id = $6`,
+				e.Type, e.Time, e.Status, e.CreatedAt, nullTS(e.UpdatedAt), e.ID); err != nil {
+				return dbError(err)
+			}
+		}
+		delete(oldEv, e.ID)
+	}
+
+	// What is left in the old maps is absent from l.
+	if err := t.deleteIDs(ctx, "allocations", keys(oldAlloc)); err != nil {
+		return err
+	}
+	if err := t.deleteIDs(ctx, "reservations", keys(oldRes)); err != nil {
+		return err
+	}
+	return t.deleteIDs(ctx, "events", keys(oldEv))
+}
+
+// deleteIDs deletes rows of table by id with one statement.
+func (t *tx) deleteIDs(ctx context.Context, table string, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := t.q.Exec(ctx, `DELETE FROM `+table+` WHERE id = ANY($1)`, ids)
+	return dbError(err)
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// normReservation, normAllocation and normEvent return a child as the store would give it
+// back, so that comparing it with the stored one tells whether it changed.
+func normReservation(leaseID string, r climate.Reservation) climate.Reservation {
+	r.LeaseID, r.Allocations = leaseID, nil
+	r.CreatedAt, r.UpdatedAt = ts(r.CreatedAt), normTS(r.UpdatedAt)
+	return r
+}
+
+func normAllocation(leaseID, reservationID string, a climate.Allocation) climate.Allocation {
+	a.LeaseID, a.ReservationID = leaseID, reservationID
+	a.Start, a.End = ts(a.Start), ts(a.End)
+	return a
+}
+
+func normEvent(leaseID string, e climate.Event) climate.Event {
+	e.LeaseID = leaseID
+	e.Time, e.CreatedAt, e.UpdatedAt = ts(e.Time), ts(e.CreatedAt), normTS(e.UpdatedAt)
+	return e
+}
+
+// normTS is ts for a nullable time: the zero time stays zero.
+func normTS(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Time{}
+	}
+	return ts(t)
+}
+
+// DeleteLease deletes a lease; foreign keys cascade to its children in this transaction.
+func (t *tx) DeleteLease(ctx context.Context, id string) error {
+	if err := t.writable(); err != nil {
+		return err
+	}
+	tag, err := t.q.Exec(ctx, `DELETE FROM leases WHERE id = $1`, id)
+	if err != nil {
+		return dbError(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return climate.Errorf(climate.CodeNotFound, "Object with {'lease_id': '%s'} not found", id)
+	}
+	return nil
+}
+
+// ListAllocations returns the allocations matching f.
+func (t *tx) ListAllocations(ctx context.Context, f climate.AllocationFilter) ([]climate.Allocation, error) {
+	if f.ResourceIDs != nil && len(f.ResourceIDs) == 0 {
+		return nil, nil
+	}
+	q, args := allocationQuery(f)
+	rows, err := t.q.Query(ctx, q, args...)
+	if err != nil {
+		return nil, dbError(err)
+	}
+	defer rows.Close()
+	var out []climate.Allocation
+	for rows.Next() {
+		a, err := scanAllocation(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, dbError(rows.Err())
+}
+
+// allocationQuery builds ListAllocations' query for f (whose ResourceIDs is not empty).
+func allocationQuery(f climate.AllocationFilter) (string, []any) {
+	var where []string
+	var args []any
+	add := func(cond string, arg any) {
+		args = append(args, arg)
+		where = append(where, strings.ReplaceAll(cond, "?", "$"+strconv.Itoa(len(args))))
+	}
+	if f.ResourceIDs != nil {
+		add("resource_id = ANY(?)", f.ResourceIDs) // one parameter however many ids
+	}
+	if f.LeaseID != "" {
+		add("lease_id = ?", f.LeaseID)
+	}
+	if f.ReservationID != "" {
+		add("reservation_id = ?", f.ReservationID)
+	}
+	if f.ExcludeLeaseID != "" {
+		add("lease_id <> ?", f.ExcludeLeaseID)
+	}
+	if !f.From.IsZero() {
+		add("end_at > ?", ts(f.From))
+	}
+	if !f.To.IsZero() {
+		add("start_at < ?", ts(f.To))
+	}
+	q := `SELECT id, reservation_id, lease_id, resource_id, start_at, end_at FROM allocations`
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	return q + " ORDER BY resource_id, start_at, id", args
+}

@@ -1,0 +1,190 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"climate"
+)
+
+// Store is the PostgreSQL implementation of climate.Store. Its transactions also
+// implement climate.AllocationLog.
+type Store struct {
+	pool   *pgxpool.Pool
+	schema string // where this installation's tables live: the first entry of search_path
+}
+
+var _ climate.Store = (*Store)(nil)
+
+// Open connects to the database at dsn (a postgres:// URL or key=value string) and applies
+// pending migrations. A search_path parameter selects the schema of this installation
+// (created if missing), so several can share one database; public is appended to the
+// path when absent, for the btree_gist operator classes.
+func Open(ctx context.Context, dsn string) (*Store, error) {
+	cfg, schema, err := parseConfig(dsn)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	s := &Store{pool: pool, schema: schema}
+	if s.schema == "" {
+		// No search_path given: the server's default decides, as for any client.
+		var cur *string
+		if err := pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&cur); err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("postgres: %w", err)
+		}
+		if cur == nil {
+			pool.Close()
+			return nil, errors.New("postgres: no schema in the search path exists: add ?search_path=NAME to the URL")
+		}
+		s.schema = *cur
+	}
+	if err := s.Migrate(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// parseConfig parses dsn and returns the schema named first in its search_path ("" when
+// there is none), with public appended to the path.
+func parseConfig(dsn string) (*pgxpool.Config, string, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, "", fmt.Errorf("postgres: %w", err) // pgx redacts the password
+	}
+	path, ok := cfg.ConnConfig.RuntimeParams["search_path"]
+	if !ok || strings.TrimSpace(path) == "" {
+		return cfg, "", nil
+	}
+	names := splitSearchPath(path, cfg.ConnConfig.User)
+	hasPublic := false
+	for _, n := range names {
+		hasPublic = hasPublic || n == "public"
+	}
+	if !hasPublic {
+		path += ", public"
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = path
+	return cfg, names[0], nil
+}
+
+// splitSearchPath returns the schema names of a search_path value as the server reads
+// them: unquoted names fold to lower case, "$user" is the user's own schema.
+func splitSearchPath(path, user string) []string {
+	var out []string
+	for _, part := range strings.Split(path, ",") {
+		part = strings.TrimSpace(part)
+		switch {
+		case part == "$user":
+			part = user
+		case len(part) >= 2 && part[0] == '"' && part[len(part)-1] == '"':
+			part = strings.ReplaceAll(part[1:len(part)-1], `""`, `"`)
+		default:
+			part = strings.ToLower(part)
+		}
+		out = append(out, part)
+	}
+	return out
+}
+
+// Schema returns the schema holding this store's tables.
+func (s *Store) Schema() string { return s.schema }
+
+// Close closes the connection pool. WatchEvents calls stop when their context is done.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// View runs fn in a read-only REPEATABLE READ transaction: one consistent snapshot.
+func (s *Store) View(ctx context.Context, fn func(climate.Tx) error) error {
+	pgTx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return dbError(err)
+	}
+	defer rollback(ctx, pgTx)
+	return fn(&tx{q: pgTx})
+}
+
+// Update runs fn in a write transaction that first locks the allocation_revision row: write
+// transactions are serialized across every process sharing the schema (see doc.go).
+func (s *Store) Update(ctx context.Context, fn func(climate.Tx) error) error {
+	return s.write(ctx, func(t *tx) error { return fn(t) })
+}
+
+// write is Update for the store's own maintenance writes.
+func (s *Store) write(ctx context.Context, fn func(*tx) error) error {
+	pgTx, err := s.pool.BeginTx(ctx, pgx.TxOptions{})
+	if err != nil {
+		return dbError(err)
+	}
+	defer rollback(ctx, pgTx)
+	if _, err := pgTx.Exec(ctx, `SELECT 1 FROM meta WHERE key = 'allocation_revision' FOR UPDATE`); err != nil {
+		return dbError(err)
+	}
+	if err := fn(&tx{q: pgTx, write: true}); err != nil {
+		return err
+	}
+	// Deferred constraints (the exclusion constraint) are checked here.
+	return dbError(pgTx.Commit(ctx))
+}
+
+// rollback ends a transaction that was not committed. It runs even when ctx is cancelled,
+// so a healthy connection goes back to the pool clean.
+func rollback(ctx context.Context, pgTx pgx.Tx) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_ = pgTx.Rollback(ctx) // after Commit: a no-op; on a broken connection the pool drops it
+}
+
+// tx implements climate.Tx and climate.AllocationLog over one transaction.
+type tx struct {
+	q     pgx.Tx
+	write bool
+}
+
+var (
+	_ climate.Tx            = (*tx)(nil)
+	_ climate.AllocationLog = (*tx)(nil)
+)
+
+var errReadOnly = &climate.Error{Code: climate.CodeInternal, Err: errors.New("postgres: write in a read-only transaction")}
+
+func (t *tx) writable() error {
+	if !t.write {
+		return errReadOnly
+	}
+	return nil
+}
+
+// Time conversions: UTC, truncated to the microseconds timestamptz keeps; NULL for the
+// zero time in nullable columns.
+
+func ts(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+func nullTS(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return ts(t)
+}
+
+func fromTS(t time.Time) time.Time { return t.UTC() }
+
+func fromNullTS(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.UTC()
+}

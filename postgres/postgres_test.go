@@ -1,0 +1,66 @@
+package postgres
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"climate"
+	"climate/storetest"
+)
+
+var ctx = context.Background()
+
+// open opens a store on dsn and closes it when the test ends.
+func open(t testing.TB, dsn string) *Store {
+	t.Helper()
+	s, err := Open(ctx, dsn)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// Each subtest gets a fresh schema, dropped when it ends.
+func TestStore(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) climate.Store {
+		s, err := Open(ctx, TestDSN(t))
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		return s // storetest closes it
+	})
+}
+
+// testLease returns a lease over [start, end) with one reservation allocating hosts and an
+// UNDONE start event.
+func testLease(id string, start, end time.Time, hosts ...string) *climate.Lease {
+	r := climate.Reservation{ID: id + "-r", LeaseID: id, ResourceType: climate.ResourceTypeHost,
+		Status: climate.ReservationPending, Min: 1, Max: len(hosts), CreatedAt: start}
+	for _, h := range hosts {
+		r.Allocations = append(r.Allocations, climate.Allocation{ID: id + "-" + h, ReservationID: r.ID, LeaseID: id,
+			ResourceID: h, Start: start, End: end})
+	}
+	return &climate.Lease{ID: id, Name: id, UserID: "u", ProjectID: "p", Start: start, End: end,
+		Status: climate.LeasePending, CreatedAt: start, Reservations: []climate.Reservation{r},
+		Events: []climate.Event{{ID: id + "-start", LeaseID: id, Type: climate.EventStartLease, Time: start,
+			Status: climate.EventUndone, CreatedAt: start}}}
+}
+
+var t0 = time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func insert(t *testing.T, s climate.Store, ls ...*climate.Lease) {
+	t.Helper()
+	err := s.Update(ctx, func(tx climate.Tx) error {
+		for _, l := range ls {
+			if err := tx.InsertLease(ctx, l); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("InsertLease: %v", err)
+	}
+}

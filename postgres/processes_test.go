@@ -1,0 +1,131 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"climate"
+)
+
+// Two Stores on one schema stand for two replicas: check-then-insert must still be atomic,
+// because Update serializes writers across processes (not only the exclusion constraint:
+// here every loser must fail its own re-check, before writing anything).
+func TestTwoReplicasSerializeWriters(t *testing.T) {
+	dsn := TestDSN(t)
+	a, b := open(t, dsn), open(t, dsn)
+	for round := range 4 {
+		host := fmt.Sprint("X", round)
+		errs := make([]error, 16)
+		wrote := make([]bool, len(errs))
+		var wg sync.WaitGroup
+		ready := make(chan struct{})
+		for i := range errs {
+			s := a
+			if i%2 == 1 {
+				s = b
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-ready
+				errs[i] = s.Update(ctx, func(tx climate.Tx) error {
+					got, err := tx.ListAllocations(ctx, climate.AllocationFilter{ResourceIDs: []string{host}, From: t0, To: t0.Add(time.Hour)})
+					if err != nil {
+						return err
+					}
+					if len(got) > 0 {
+						return climate.ErrConflictRetry
+					}
+					wrote[i] = true
+					return tx.InsertLease(ctx, testLease(fmt.Sprintf("l%d-%d", round, i), t0, t0.Add(time.Hour), host))
+				})
+			}()
+		}
+		close(ready)
+		wg.Wait()
+		ok, writers := 0, 0
+		for i, err := range errs {
+			if err == nil {
+				ok++
+			} else if !errors.Is(err, climate.ErrConflictRetry) {
+				t.Errorf("round %d, writer %d: %v", round, i, err)
+			}
+			if wrote[i] {
+				writers++
+			}
+		}
+		if ok != 1 || writers != 1 {
+			t.Errorf("round %d: %d commits, %d writers passed the re-check; want 1 and 1", round, ok, writers)
+		}
+	}
+}
+
+// A writer waiting for the writer lock gives up when its context ends, and writes nothing.
+func TestUpdateWaitingForTheLockIsCancellable(t *testing.T) {
+	dsn := TestDSN(t)
+	app := "climate-waiter-" + randomHex(4)
+	a, b := open(t, dsn), open(t, dsn+"&application_name="+app)
+	holding, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- a.Update(ctx, func(climate.Tx) error {
+			close(holding)
+			<-release
+			return nil
+		})
+	}()
+	<-holding
+	cctx, cancel := context.WithCancel(ctx)
+	waited := make(chan error, 1)
+	go func() {
+		waited <- b.Update(cctx, func(tx climate.Tx) error {
+			return tx.InsertLease(cctx, testLease("l", t0, t0.Add(time.Hour), "h1"))
+		})
+	}()
+	// waitFor polls until n of b's connections wait for a lock, as PostgreSQL reports it.
+	waitFor := func(n int, what string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			var got int
+			if err := a.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+				WHERE application_name = $1 AND wait_event_type = 'Lock'`, app).Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			if got == n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d of b's connections wait for a lock; want %d (%s)", got, n, what)
+			}
+		}
+	}
+	waitFor(1, "b queued for the writer lock")
+	cancel()
+	select {
+	case err := <-waited:
+		if err == nil {
+			t.Error("cancelled Update: no error")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("cancelled Update still waiting for the writer lock")
+	}
+	// The server ended the wait too (pgx cancels the statement of a connection it drops):
+	// b left the queue while a still holds the lock.
+	waitFor(0, "b's cancelled wait ended on the server")
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	err := b.View(ctx, func(tx climate.Tx) error {
+		_, err := tx.GetLease(ctx, "l")
+		return err
+	})
+	if climate.ErrorCode(err) != climate.CodeNotFound {
+		t.Errorf("lease of the cancelled Update: %v; want not found", err)
+	}
+}
