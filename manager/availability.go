@@ -21,8 +21,8 @@ const historyKept = 24 * time.Hour
 
 // view runs fn with a current availability view under the read lock. The view is reused
 // while the store's revisions match it, so a request costs one small read transaction;
-// after another process (or a host change) moved the store on, it is rebuilt from one
-// snapshot.
+// after another process (or a host change) moved the store on, it is brought up to date
+// from one snapshot (see refresh).
 func (m *Manager) view(ctx context.Context, fn func(*availability) error) error {
 	var invRev, allocRev int64
 	err := m.store.View(ctx, func(tx climate.Tx) error {
@@ -42,7 +42,7 @@ func (m *Manager) view(ctx context.Context, fn func(*availability) error) error 
 		return fn(a)
 	}
 	m.mu.RUnlock()
-	if err := m.rebuild(ctx, invRev, allocRev); err != nil {
+	if err := m.refresh(ctx, invRev, allocRev); err != nil {
 		return err
 	}
 	m.mu.RLock()
@@ -50,11 +50,13 @@ func (m *Manager) view(ctx context.Context, fn func(*availability) error) error 
 	return fn(m.avail)
 }
 
-// rebuild replaces the view unless another request already brought it to (at least) the
-// given revisions. It holds commitMu, so only one rebuild runs at a time and no commit of
-// this manager lands between the snapshot and its publication (which would leave the new
-// view stale at once).
-func (m *Manager) rebuild(ctx context.Context, invRev, allocRev int64) error {
+// refresh brings the view to (at least) the given revisions, unless another request already
+// did: when only allocations moved, by applying the store's allocation log to the index,
+// otherwise (or when the store cannot say what changed) by a rebuild. It holds commitMu, so
+// only one refresh runs at a time, no commit of this manager lands between the snapshot and
+// its publication (which would leave the view stale at once), and the index's revisions,
+// which change only under commitMu, say exactly which changes it lacks.
+func (m *Manager) refresh(ctx context.Context, invRev, allocRev int64) error {
 	m.commitMu.Lock()
 	defer m.commitMu.Unlock()
 	m.mu.RLock()
@@ -63,6 +65,11 @@ func (m *Manager) rebuild(ctx context.Context, invRev, allocRev int64) error {
 	if cur != nil && cur.index.InventoryRevision >= invRev && cur.index.AllocationRevision >= allocRev {
 		return nil
 	}
+	if cur != nil && cur.index.InventoryRevision == invRev {
+		if done, err := m.catchUp(ctx, cur); err != nil || done {
+			return err
+		}
+	}
 	a, err := m.loadAvailability(ctx)
 	if err != nil {
 		return err
@@ -70,7 +77,56 @@ func (m *Manager) rebuild(ctx context.Context, invRev, allocRev int64) error {
 	m.mu.Lock()
 	m.avail = a
 	m.mu.Unlock()
+	m.rebuilds.Add(1)
 	return nil
+}
+
+// catchUp applies to cur's index the allocation changes after its revision, read in one
+// snapshot with the store's revisions, and moves the index to that snapshot. done is false
+// when a rebuild is needed instead: the inventory moved, or the store keeps no log or its
+// log no longer reaches back to the index's revision. The caller holds commitMu.
+func (m *Manager) catchUp(ctx context.Context, cur *availability) (done bool, err error) {
+	since := cur.index.AllocationRevision
+	var rev int64
+	var changes []climate.AllocationChange
+	err = m.store.View(ctx, func(tx climate.Tx) error {
+		log, ok := tx.(climate.AllocationLog)
+		if !ok {
+			return nil
+		}
+		invRev, err := tx.InventoryRevision(ctx)
+		if err != nil || invRev != cur.index.InventoryRevision {
+			return err
+		}
+		if rev, err = tx.AllocationRevision(ctx); err != nil {
+			return err
+		}
+		changes, done, err = log.AllocationChanges(ctx, since)
+		return err
+	})
+	if err != nil || !done || rev < since { // rev < since: not the same database's history
+		return false, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	// Apply removes before it adds, so a run of changes goes in one call only while no
+	// removal follows an addition (it may remove what was just added).
+	var removed, added []climate.Allocation
+	for _, c := range changes {
+		if c.Removed && len(added) > 0 {
+			cur.index.Apply(removed, added)
+			removed, added = removed[:0], added[:0]
+		}
+		if c.Removed {
+			removed = append(removed, c.Allocation)
+		} else {
+			added = append(added, c.Allocation)
+		}
+	}
+	cur.index.Apply(removed, added)
+	cur.index.AllocationRevision = rev
+	m.catchUps.Add(1)
+	return true, nil
 }
 
 // loadAvailability builds a view from one consistent snapshot of the store.
@@ -109,7 +165,7 @@ func (m *Manager) loadAvailability(ctx context.Context) (*availability, error) {
 
 // commitChange runs write in a write transaction and then applies the allocations it
 // removed and added to the index, if the index was current when the transaction began;
-// otherwise the next view rebuilds it. commitMu keeps commits and their index updates in
+// otherwise the next view catches up (or rebuilds). commitMu keeps commits and their index updates in
 // the same order (the store has one writer anyway), so concurrent requests never leave
 // the index behind.
 func (m *Manager) commitChange(ctx context.Context, write func(climate.Tx) error, removed, added func() []climate.Allocation) error {

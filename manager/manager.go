@@ -7,6 +7,7 @@ package manager
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"climate"
@@ -22,8 +23,10 @@ type Manager struct {
 	// writing while they apply their change to the index.
 	mu    sync.RWMutex
 	avail *availability
-	// commitMu orders this manager's commits with their index updates and with rebuilds.
+	// commitMu orders this manager's commits with their index updates and with refreshes.
 	commitMu sync.Mutex
+	// rebuilds and catchUps count how the view was refreshed (for tests and benchmarks).
+	rebuilds, catchUps atomic.Int64
 }
 
 // Config tunes the manager.

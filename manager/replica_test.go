@@ -1,0 +1,356 @@
+package manager
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"climate"
+	"climate/clock"
+	"climate/plan"
+	"climate/sqlite"
+)
+
+// Two managers on one store stand for two processes (replicas) sharing a database: each
+// must follow the other's commits by applying the store's allocation log to its index,
+// and its plans must then be those a fresh look at the store gives.
+
+var (
+	replicaT0     = time.Date(2030, 1, 1, 10, 0, 0, 0, time.UTC)
+	replicaAdmin  = climate.Identity{UserID: "root", ProjectID: "ops", Roles: []string{"admin"}}
+	replicaMember = climate.Identity{UserID: "alice", ProjectID: "physics", Roles: []string{"member"}}
+)
+
+func openReplicaStore(t testing.TB) *sqlite.Store {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "climate.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// replicaHosts registers n more hosts through m.
+func replicaHosts(t *testing.T, m *Manager, n int) []string {
+	t.Helper()
+	had, err := m.ListHosts(context.Background(), replicaAdmin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for i := range n {
+		h, err := m.CreateHost(context.Background(), replicaAdmin, map[string]string{"name": fmt.Sprintf("host-%d", len(had)+i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, h.ID)
+	}
+	return ids
+}
+
+// storeState is the brute-force view: the allocation revision and every allocation, from
+// one snapshot. It fails the test if two allocations of a host overlap.
+func storeState(t *testing.T, st climate.Store) (int64, []climate.Allocation) {
+	t.Helper()
+	ctx := context.Background()
+	var rev int64
+	var allocs []climate.Allocation
+	err := st.View(ctx, func(tx climate.Tx) (err error) {
+		if rev, err = tx.AllocationRevision(ctx); err != nil {
+			return err
+		}
+		allocs, err = tx.ListAllocations(ctx, climate.AllocationFilter{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, a := range allocs { // ordered by host, then start
+		if i > 0 && allocs[i-1].ResourceID == a.ResourceID && allocs[i-1].End.After(a.Start) {
+			t.Fatalf("host %s double-booked: %+v and %+v", a.ResourceID, allocs[i-1], a)
+		}
+	}
+	return rev, allocs
+}
+
+// checkReplica brings m's view up to date and compares it with the store: the same
+// revision and number of intervals, and over a grid of windows the same free hosts. A view
+// that was behind must have caught up on the log, once, and never rebuilt after the first
+// build.
+func checkReplica(t *testing.T, name string, m *Manager, st climate.Store, hosts []string) {
+	t.Helper()
+	ctx := context.Background()
+	rev, allocs := storeState(t, st)
+	m.mu.RLock()
+	behind := m.avail != nil && m.avail.index.AllocationRevision != rev // nil: the first build
+	m.mu.RUnlock()
+	catchUps := m.catchUps.Load()
+	err := m.view(ctx, func(a *availability) error {
+		if a.index.AllocationRevision != rev {
+			t.Errorf("%s: view at allocation revision %d, store at %d", name, a.index.AllocationRevision, rev)
+		}
+		if got := a.index.Allocations(); got != len(allocs) {
+			t.Errorf("%s: view holds %d intervals, store %d allocations", name, got, len(allocs))
+		}
+		for start := range 48 {
+			for _, hours := range []int{1, 3, 8} {
+				s, e := replicaT0.Add(time.Duration(start)*time.Hour), replicaT0.Add(time.Duration(start+hours)*time.Hour)
+				got, _, err := a.index.PlaceHosts(plan.HostRequest{Window: plan.Window{Start: s, End: e}, Max: len(hosts)})
+				if err != nil {
+					return err
+				}
+				slices.Sort(got)
+				if want := freeHosts(hosts, allocs, s, e); !slices.Equal(got, want) {
+					t.Errorf("%s: free over [+%dh, +%dh): view %v, store %v", name, start, start+hours, got, want)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("%s: view: %v", name, err)
+	}
+	if n := m.catchUps.Load() - catchUps; behind && n != 1 || !behind && n != 0 {
+		t.Errorf("%s: %d catch-ups for a view that was behind: %v", name, n, behind)
+	}
+	if n := m.rebuilds.Load(); n != 1 {
+		t.Errorf("%s: %d rebuilds, want only the first build", name, n)
+	}
+}
+
+// freeHosts is the brute force: the hosts (sorted) with no allocation overlapping [s, e).
+func freeHosts(hosts []string, allocs []climate.Allocation, s, e time.Time) []string {
+	busy := map[string]bool{}
+	for _, a := range allocs {
+		if climate.Overlaps(a.Start, a.End, s, e) {
+			busy[a.ResourceID] = true
+		}
+	}
+	out := []string{}
+	for _, h := range hosts {
+		if !busy[h] {
+			out = append(out, h)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// randomOp creates, updates (moving the window, sometimes resizing a reservation) or
+// deletes a lease through m. Conflicts are expected (the hosts are few), and so is not
+// finding a lease that a concurrent writer deleted.
+func randomOp(t *testing.T, rng *rand.Rand, m *Manager, hosts int) {
+	ctx := context.Background()
+	leases, err := m.ListLeases(ctx, replicaAdmin)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	window := func() (climate.Date, climate.Date) {
+		s := 1 + rng.IntN(40)
+		return climate.Date{Time: replicaT0.Add(time.Duration(s) * time.Hour)},
+			climate.Date{Time: replicaT0.Add(time.Duration(s+1+rng.IntN(6)) * time.Hour)}
+	}
+	size := func() (*int, *int) { mn, mx := 1, 1+rng.IntN(min(3, hosts)); return &mn, &mx }
+	op := rng.IntN(10)
+	switch {
+	case op < 4 || len(leases) == 0:
+		start, end := window()
+		mn, mx := size()
+		_, err = m.CreateLease(ctx, replicaMember, climate.LeaseRequest{Name: "l", Start: start, End: end,
+			Reservations: []climate.ReservationRequest{{ResourceType: climate.ResourceTypeHost, Min: mn, Max: mx}}})
+	case op < 8:
+		l := leases[rng.IntN(len(leases))]
+		u := climate.LeaseUpdate{}
+		u.Start, u.End = window()
+		if rng.IntN(2) == 0 {
+			mn, mx := size()
+			u.Reservations = []climate.ReservationRequest{{ID: l.Reservations[0].ID, Min: mn, Max: mx}}
+		}
+		_, err = m.UpdateLease(ctx, replicaMember, l.ID, u)
+	default:
+		err = m.DeleteLease(ctx, replicaMember, leases[rng.IntN(len(leases))].ID)
+	}
+	if code := climate.ErrorCode(err); err != nil && code != climate.CodeConflict && code != climate.CodeNotFound {
+		t.Errorf("op %d: %v", op, err)
+	}
+}
+
+func revisionOf(m *Manager) int64 {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.avail.index.AllocationRevision
+}
+
+// TestReplicasCatchUp interleaves random writes of two managers. After each write, each
+// manager is checked against the store or, at random, left behind for a while, so that one
+// catch-up also covers several commits (a lease created then deleted, a window moved twice).
+func TestReplicasCatchUp(t *testing.T) {
+	for seed := range uint64(3) {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			st := openReplicaStore(t)
+			clk := clock.NewFake(replicaT0)
+			ms := []*Manager{New(st, clk, Config{}), New(st, clk, Config{})}
+			hosts := replicaHosts(t, ms[0], 5)
+			checkReplica(t, "a", ms[0], st, hosts)
+			checkReplica(t, "b", ms[1], st, hosts)
+			rng := rand.New(rand.NewPCG(seed, 1))
+			var behindChecks int
+			for step := range 120 {
+				// A writer whose view is current keeps it current through its own commit,
+				// without reading the log (commitChange's fast path).
+				w := ms[rng.IntN(2)]
+				before, _ := storeState(t, st)
+				current, catchUps := revisionOf(w) == before, w.catchUps.Load()
+				randomOp(t, rng, w, len(hosts))
+				if after, _ := storeState(t, st); current && (revisionOf(w) != after || w.catchUps.Load() != catchUps) {
+					t.Errorf("step %d: the writer's view went from current to revision %d (store %d) with %d catch-ups", step, revisionOf(w), after, w.catchUps.Load()-catchUps)
+				}
+				for i, m := range ms {
+					if rng.IntN(3) == 0 {
+						continue
+					}
+					if rev, _ := storeState(t, st); rev != revisionOf(m) {
+						behindChecks++
+					}
+					checkReplica(t, fmt.Sprintf("step %d, manager %c", step, 'a'+i), m, st, hosts)
+				}
+				if t.Failed() {
+					t.FailNow()
+				}
+			}
+			checkReplica(t, "a at the end", ms[0], st, hosts)
+			checkReplica(t, "b at the end", ms[1], st, hosts)
+			if catchUps := ms[0].catchUps.Load() + ms[1].catchUps.Load(); behindChecks < 40 || catchUps < int64(behindChecks) {
+				t.Errorf("%d catch-ups, %d checks behind the store: the sequence did not exercise the log", catchUps, behindChecks)
+			}
+		})
+	}
+}
+
+// TestReplicasConcurrentWriters runs writers on both managers at once: catch-ups then land
+// between the managers' own commits and alongside planners holding the read lock. Each
+// manager must end where the store is, without having rebuilt.
+func TestReplicasConcurrentWriters(t *testing.T) {
+	st := openReplicaStore(t)
+	clk := clock.NewFake(replicaT0)
+	ms := []*Manager{New(st, clk, Config{}), New(st, clk, Config{})}
+	hosts := replicaHosts(t, ms[0], 6)
+	checkReplica(t, "a", ms[0], st, hosts)
+	checkReplica(t, "b", ms[1], st, hosts)
+	var wg sync.WaitGroup
+	for w := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 2))
+			for range 15 {
+				randomOp(t, rng, ms[w%2], len(hosts))
+			}
+		}()
+	}
+	wg.Wait()
+	checkReplica(t, "a", ms[0], st, hosts)
+	checkReplica(t, "b", ms[1], st, hosts)
+	if ms[0].catchUps.Load() == 0 || ms[1].catchUps.Load() == 0 {
+		t.Errorf("catch-ups: a %d, b %d; want both to have followed the other", ms[0].catchUps.Load(), ms[1].catchUps.Load())
+	}
+}
+
+// withoutLog hides the store's allocation log (pruned: the log says it does not reach
+// back), standing for stores that cannot tell a replica what changed.
+type withoutLog struct {
+	climate.Store
+	pruned bool
+}
+
+type txWithoutLog struct{ climate.Tx } // the embedded interface hides AllocationChanges
+
+type txPrunedLog struct{ climate.Tx }
+
+func (txPrunedLog) AllocationChanges(context.Context, int64) ([]climate.AllocationChange, bool, error) {
+	return nil, false, nil
+}
+
+func (s withoutLog) wrap(tx climate.Tx) climate.Tx {
+	if s.pruned {
+		return txPrunedLog{tx}
+	}
+	return txWithoutLog{tx}
+}
+
+func (s withoutLog) View(ctx context.Context, fn func(climate.Tx) error) error {
+	return s.Store.View(ctx, func(tx climate.Tx) error { return fn(s.wrap(tx)) })
+}
+
+func (s withoutLog) Update(ctx context.Context, fn func(climate.Tx) error) error {
+	return s.Store.Update(ctx, func(tx climate.Tx) error { return fn(s.wrap(tx)) })
+}
+
+// Without a usable log, or after a host change, a replica rebuilds its view.
+func TestReplicaRebuildsWhenItCannotCatchUp(t *testing.T) {
+	ctx := context.Background()
+	st := openReplicaStore(t)
+	clk := clock.NewFake(replicaT0)
+	a := New(st, clk, Config{})
+	hosts := replicaHosts(t, a, 2)
+	replicas := map[string]*Manager{
+		"no log":     New(withoutLog{Store: st}, clk, Config{}),
+		"pruned log": New(withoutLog{Store: st, pruned: true}, clk, Config{}),
+		"log":        New(st, clk, Config{}),
+	}
+	want := func(name string, m *Manager, rebuilds, catchUps int64) {
+		t.Helper()
+		err := m.view(ctx, func(av *availability) error {
+			rev, allocs := storeState(t, st)
+			if av.index.AllocationRevision != rev || av.index.Allocations() != len(allocs) {
+				t.Errorf("%s: view at revision %d with %d intervals; store at %d with %d", name, av.index.AllocationRevision, av.index.Allocations(), rev, len(allocs))
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, c := m.rebuilds.Load(), m.catchUps.Load(); r != rebuilds || c != catchUps {
+			t.Errorf("%s: %d rebuilds, %d catch-ups; want %d, %d", name, r, c, rebuilds, catchUps)
+		}
+	}
+	for name, m := range replicas {
+		want(name, m, 1, 0)
+	}
+	l, err := a.CreateLease(ctx, replicaMember, climate.LeaseRequest{Name: "l", Start: climate.Date{Time: replicaT0.Add(time.Hour)}, End: climate.Date{Time: replicaT0.Add(2 * time.Hour)},
+		Reservations: []climate.ReservationRequest{{ResourceType: climate.ResourceTypeHost, Min: new(1), Max: new(2)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want("no log", replicas["no log"], 2, 0)
+	want("pruned log", replicas["pruned log"], 2, 0)
+	want("log", replicas["log"], 1, 1)
+
+	// A host change moves the inventory revision: every replica rebuilds, even when
+	// allocations moved too.
+	replicaHosts(t, a, 1)
+	if err := a.DeleteLease(ctx, replicaMember, l.ID); err != nil {
+		t.Fatal(err)
+	}
+	want("log after a host change", replicas["log"], 2, 1)
+	checkFree := func(m *Manager) {
+		err := m.view(ctx, func(av *availability) error {
+			got, _, err := av.index.PlaceHosts(plan.HostRequest{Window: plan.Window{Start: replicaT0, End: replicaT0.Add(3 * time.Hour)}, Max: 10})
+			if len(got) != len(hosts)+1 {
+				t.Errorf("free hosts %v, want the %d hosts registered", got, len(hosts)+1)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkFree(replicas["log"])
+}
