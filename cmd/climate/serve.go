@@ -7,20 +7,24 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"climate"
 	"climate/clock"
 	"climate/engine"
 	climatehttp "climate/http"
 	"climate/manager"
+	"climate/postgres"
 	"climate/sqlite"
 )
 
@@ -28,6 +32,7 @@ import (
 type serveOptions struct {
 	listen     string
 	dataDir    string
+	database   string
 	auth       string
 	tokensFile string
 	role       string
@@ -41,7 +46,8 @@ func newServeCmd() *cobra.Command {
 		Use:   "serve",
 		Short: "Run the REST API and the event engine",
 		Long: `Run Climate: the Blazar-compatible REST API and the event engine that starts and ends
-leases on time, on an embedded SQLite database in the data directory.
+leases on time, on an embedded SQLite database in the data directory, or on PostgreSQL
+(--database postgres://…) so that several replicas can share one database.
 
 Without authentication (--auth noauth, the default) every caller is an admin unless it
 sends X-User-Id / X-Project-Id / X-Roles headers, so noauth only listens on loopback
@@ -52,6 +58,9 @@ token to a user, a project and roles.`,
 
   # Serve a team: tokens, all interfaces, data under /var/lib/climate
   climate serve --auth tokens --tokens-file /etc/climate/tokens --listen 0.0.0.0:1234 --data-dir /var/lib/climate
+
+  # One of several replicas on PostgreSQL, in schema "climate" of database "climate"
+  climate serve --database 'postgres://climate@db.example.org/climate?search_path=climate'
 
   # tokens file: one "TOKEN USER_ID PROJECT_ID ROLES" per line
   #   s3cret-admin  alice  ops     admin
@@ -66,6 +75,7 @@ token to a user, a project and roles.`,
 	f := cmd.Flags()
 	f.StringVar(&o.listen, "listen", "127.0.0.1:1234", "address to listen on (host:port; Blazar's port is 1234)")
 	f.StringVar(&o.dataDir, "data-dir", defaultDataDir(), "directory holding the SQLite database (climate.db)")
+	addDatabaseFlag(f, &o.database)
 	f.StringVar(&o.auth, "auth", "noauth", "authentication: noauth (identity headers, loopback only) or tokens")
 	f.StringVar(&o.tokensFile, "tokens-file", "", "file mapping tokens to user, project and roles (with --auth tokens)")
 	f.StringVar(&o.role, "role", "all", "what this process runs: all, api (REST API only) or engine (events only)")
@@ -96,6 +106,49 @@ func newLogger(level string) (*slog.Logger, error) {
 		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
 	}
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+}
+
+// addDatabaseFlag adds --database, shared by serve and migrate.
+func addDatabaseFlag(f *pflag.FlagSet, database *string) {
+	f.StringVar(database, "database", "", "PostgreSQL URL (postgres://USER:PASSWORD@HOST:PORT/DB?search_path=SCHEMA) for several replicas; empty: SQLite in --data-dir")
+}
+
+// openDatabase opens the store --database names: PostgreSQL for a postgres:// URL, else
+// the SQLite database in dataDir. It also returns a description for messages, without
+// any password.
+func openDatabase(ctx context.Context, database, dataDir string) (climate.Store, string, error) {
+	if database == "" {
+		st, path, err := openStore(ctx, dataDir)
+		if err != nil {
+			return nil, "", err // not a nil *sqlite.Store in a non-nil interface
+		}
+		return st, path, nil
+	}
+	// The value is never echoed in errors: it may hold a password.
+	u, err := url.Parse(database)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return nil, "", errors.New("--database: want a postgres:// or postgresql:// URL, or nothing for SQLite in --data-dir")
+	}
+	desc := redactURL(u)
+	st, err := postgres.Open(ctx, database)
+	if err != nil {
+		return nil, "", fmt.Errorf("open %s: %w", desc, err)
+	}
+	return st, desc, nil
+}
+
+// redactURL returns u as text with its passwords (in the user info, or parameters such as
+// password and sslpassword) replaced.
+func redactURL(u *url.URL) string {
+	r := *u
+	q := r.Query()
+	for k := range q {
+		if strings.Contains(strings.ToLower(k), "password") {
+			q.Set(k, "xxxxx")
+			r.RawQuery = q.Encode()
+		}
+	}
+	return r.Redacted()
 }
 
 // openStore opens (creating) the SQLite database in dataDir.
@@ -160,7 +213,7 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 			return err
 		}
 	}
-	st, path, err := openStore(ctx, o.dataDir)
+	st, path, err := openDatabase(ctx, o.database, o.dataDir)
 	if err != nil {
 		return err
 	}
@@ -169,9 +222,16 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 	defer cancel()
 
 	clk := clock.Real{}
+	pg, onPostgres := st.(*postgres.Store)
+	maxSleep := engineMaxSleep(o.role)
+	if onPostgres {
+		// Other replicas' commits wake the engine through WatchEvents; the bound is a
+		// safety net for notifications lost while it reconnects.
+		maxSleep = postgresMaxSleep
+	}
 	var eng *engine.Engine
 	if runEngine {
-		eng = engine.New(st, clk, engine.Config{Logger: log, MaxSleep: engineMaxSleep(o.role)})
+		eng = engine.New(st, clk, engine.Config{Logger: log, MaxSleep: maxSleep})
 	}
 	mgr := manager.New(st, clk, manager.Config{
 		BeforeEnd: o.beforeEnd,
@@ -187,6 +247,10 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 	if runEngine {
 		wg.Add(1)
 		go func() { defer wg.Done(); errc <- eng.Run(ctx) }()
+		if onPostgres {
+			wg.Add(1)
+			go func() { defer wg.Done(); _ = pg.WatchEvents(ctx, eng.Wake) }() // nil once ctx is done
+		}
 	}
 	var srv *http.Server
 	if runAPI {
@@ -224,6 +288,9 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 	return err
 }
 
+// postgresMaxSleep bounds the engine's sleep on PostgreSQL, where WatchEvents wakes it.
+const postgresMaxSleep = 30 * time.Second
+
 // engineMaxSleep bounds the engine's sleep when it runs apart from the API: another
 // process's commits cannot wake it, so it re-reads the next event time at least this often.
 func engineMaxSleep(role string) time.Duration {
@@ -234,15 +301,16 @@ func engineMaxSleep(role string) time.Duration {
 }
 
 func newMigrateCmd() *cobra.Command {
-	var dataDir string
+	var dataDir, database string
 	cmd := &cobra.Command{
-		Use:     "migrate",
-		Short:   "Create or upgrade the database schema, then exit",
-		Long:    "Apply every pending database migration. climate serve also does this on start; run it alone to upgrade ahead of a deploy.",
-		Example: `  climate migrate --data-dir /var/lib/climate`,
-		Args:    cobra.NoArgs,
+		Use:   "migrate",
+		Short: "Create or upgrade the database schema, then exit",
+		Long:  "Apply every pending database migration. climate serve also does this on start; run it alone to upgrade ahead of a deploy.",
+		Example: `  climate migrate --data-dir /var/lib/climate
+  climate migrate --database 'postgres://climate@db.example.org/climate?search_path=climate'`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, path, err := openStore(cmd.Context(), dataDir)
+			st, path, err := openDatabase(cmd.Context(), database, dataDir)
 			if err != nil {
 				return err
 			}
@@ -252,6 +320,7 @@ func newMigrateCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&dataDir, "data-dir", defaultDataDir(), "directory holding the SQLite database (climate.db)")
+	addDatabaseFlag(cmd.Flags(), &database)
 	addDataDirHelp(cmd)
 	return cmd
 }
