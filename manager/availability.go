@@ -109,12 +109,20 @@ func (m *Manager) catchUp(ctx context.Context, cur *availability) (done bool, er
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	// Apply removes before it adds, so a run of changes goes in one call only while no
-	// removal follows an addition (it may remove what was just added).
+	applyChanges(cur.index, changes)
+	cur.index.AllocationRevision = rev
+	m.catchUps.Add(1)
+	return true, nil
+}
+
+// applyChanges applies logged changes to x in order. Apply removes before it adds, so a
+// run of changes goes in one call only while no removal follows an addition (it may remove
+// what was just added).
+func applyChanges(x *plan.Index, changes []climate.AllocationChange) {
 	var removed, added []climate.Allocation
 	for _, c := range changes {
 		if c.Removed && len(added) > 0 {
-			cur.index.Apply(removed, added)
+			x.Apply(removed, added)
 			removed, added = removed[:0], added[:0]
 		}
 		if c.Removed {
@@ -123,10 +131,7 @@ func (m *Manager) catchUp(ctx context.Context, cur *availability) (done bool, er
 			added = append(added, c.Allocation)
 		}
 	}
-	cur.index.Apply(removed, added)
-	cur.index.AllocationRevision = rev
-	m.catchUps.Add(1)
-	return true, nil
+	x.Apply(removed, added)
 }
 
 // loadAvailability builds a view from one consistent snapshot of the store.
@@ -163,15 +168,23 @@ func (m *Manager) loadAvailability(ctx context.Context) (*availability, error) {
 	return a, err
 }
 
-// commitChange runs write in a write transaction and then applies the allocations it
-// removed and added to the index, if the index was current when the transaction began;
-// otherwise the next view catches up (or rebuilds). commitMu keeps commits and their index updates in
-// the same order (the store has one writer anyway), so concurrent requests never leave
-// the index behind.
+// commitChange runs write in a write transaction and then applies what it changed to the
+// index, if the index was current when the transaction began; otherwise the next view
+// catches up (or rebuilds). commitMu keeps commits and their index updates in the same
+// order (the store has one writer anyway), so concurrent requests never leave the index
+// behind. The change is read from the store's allocation log in the same transaction when
+// there is one; removed and added (the allocations the caller planned from and wrote) are
+// the fallback, wrong when another writer changed the lease after the caller read it.
 func (m *Manager) commitChange(ctx context.Context, write func(climate.Tx) error, removed, added func() []climate.Allocation) error {
 	m.commitMu.Lock()
 	defer m.commitMu.Unlock()
+	// Only holders of commitMu replace the view or move its revision: both stay put here.
+	m.mu.RLock()
+	a := m.avail
+	m.mu.RUnlock()
 	var before, after int64
+	var changes []climate.AllocationChange
+	logged := false
 	err := m.store.Update(ctx, func(tx climate.Tx) error {
 		var err error
 		if before, err = tx.AllocationRevision(ctx); err != nil {
@@ -180,18 +193,25 @@ func (m *Manager) commitChange(ctx context.Context, write func(climate.Tx) error
 		if err := write(tx); err != nil {
 			return err
 		}
-		after, err = tx.AllocationRevision(ctx)
+		if after, err = tx.AllocationRevision(ctx); err != nil {
+			return err
+		}
+		if lg, ok := tx.(climate.AllocationLog); ok && a != nil && a.index.AllocationRevision == before && after != before {
+			changes, logged, err = lg.AllocationChanges(ctx, before) // one writer: all ours
+		}
 		return err
 	})
-	if err != nil {
+	if err != nil || a == nil || a.index.AllocationRevision != before || after == before {
 		return err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if a := m.avail; a != nil && a.index.AllocationRevision == before && after != before {
+	if logged {
+		applyChanges(a.index, changes)
+	} else {
 		a.index.Apply(removed(), added())
-		a.index.AllocationRevision = after
 	}
+	a.index.AllocationRevision = after
 	return nil
 }
 

@@ -354,3 +354,60 @@ func TestReplicaRebuildsWhenItCannotCatchUp(t *testing.T) {
 	}
 	checkFree(replicas["log"])
 }
+
+// afterView runs hook once, after the next View of the store returns.
+type afterView struct {
+	climate.Store
+	mu   sync.Mutex
+	hook func()
+}
+
+func (s *afterView) View(ctx context.Context, fn func(climate.Tx) error) error {
+	err := s.Store.View(ctx, fn)
+	s.mu.Lock()
+	hook := s.hook
+	s.hook = nil
+	s.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
+	return err
+}
+
+// A manager's own commit updates its index with what the store changed, even when another
+// replica changed the same lease after this manager read it (and the index caught up on
+// that change before the commit): the lease it read is then not what the commit replaced.
+func TestOwnCommitOverAConcurrentUpdate(t *testing.T) {
+	ctx := context.Background()
+	st := openReplicaStore(t)
+	clk := clock.NewFake(replicaT0)
+	hooked := &afterView{Store: st}
+	a, b := New(hooked, clk, Config{}), New(st, clk, Config{})
+	hosts := replicaHosts(t, a, 2)
+	one := 1
+	l, err := a.CreateLease(ctx, replicaMember, climate.LeaseRequest{Name: "l", Start: climate.Date{Time: replicaT0.Add(time.Hour)}, End: climate.Date{Time: replicaT0.Add(3 * time.Hour)},
+		Reservations: []climate.ReservationRequest{{ResourceType: climate.ResourceTypeHost, Min: &one, Max: &one}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkReplica(t, "b", b, st, hosts)
+	at := func(h int) climate.Date { return climate.Date{Time: replicaT0.Add(time.Duration(h) * time.Hour)} }
+	// a's UpdateLease first reads the lease; right then b moves it.
+	hooked.hook = func() {
+		if _, err := b.UpdateLease(ctx, replicaMember, l.ID, climate.LeaseUpdate{Start: at(10), End: at(12)}); err != nil {
+			t.Errorf("b: %v", err)
+		}
+	}
+	if _, err := a.UpdateLease(ctx, replicaMember, l.ID, climate.LeaseUpdate{End: at(4)}); err != nil {
+		t.Fatal(err)
+	}
+	if hooked.hook != nil {
+		t.Fatal("b's update did not run")
+	}
+	catchUps := a.catchUps.Load()
+	checkReplica(t, "a", a, st, hosts)
+	if a.catchUps.Load() != catchUps {
+		t.Errorf("a caught up after its own commit; want its commit applied to its view")
+	}
+	checkReplica(t, "b", b, st, hosts)
+}
