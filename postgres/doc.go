@@ -22,7 +22,9 @@
 // that bypass Update (a maintenance script) queue behind the same lock and keep the
 // counter in commit order. Writes are short (planning happens before, in a View, and no
 // external call runs inside a transaction), so one writer is not the bottleneck; reads
-// (Views) never wait for it.
+// (Views) never wait for it. Within a process, Updates also queue on a local semaphore
+// before taking a pooled connection, so writers waiting for the lock never take every
+// connection away from reads.
 //
 // # The exclusion constraint
 //

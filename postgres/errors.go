@@ -15,6 +15,7 @@ const (
 	sqlExclusionViolation   = "23P01"
 	sqlSerializationFailure = "40001"
 	sqlDeadlockDetected     = "40P01"
+	sqlBadCharacter         = "22021" // text PostgreSQL cannot store: a NUL character
 )
 
 // sqlState returns err's SQLSTATE, or "" when it does not come from the server.
@@ -28,8 +29,8 @@ func sqlState(err error) string {
 
 // dbError classifies a database error: an overlapping allocation (the exclusion
 // constraint, usually at COMMIT) or a lost race wraps climate.ErrConflictRetry so the
-// manager re-plans; a uniqueness violation is a conflict; anything else is internal,
-// logged and never shown.
+// manager re-plans; a uniqueness violation is a conflict; text with a NUL character is
+// invalid input; anything else is internal, logged and never shown.
 func dbError(err error) error {
 	if err == nil {
 		return nil
@@ -43,6 +44,9 @@ func dbError(err error) error {
 		return fmt.Errorf("postgres: %w: %w", climate.ErrConflictRetry, err)
 	case sqlUniqueViolation:
 		return &climate.Error{Code: climate.CodeConflict, Message: "Object already exists", Err: err}
+	case sqlBadCharacter:
+		// Bad input, not our fault: SQLite stores NUL characters, PostgreSQL's text cannot.
+		return &climate.Error{Code: climate.CodeInvalid, Message: "Text must not contain NUL characters", Err: err}
 	}
 	return &climate.Error{Code: climate.CodeInternal, Err: err}
 }

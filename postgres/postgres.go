@@ -18,6 +18,10 @@ import (
 type Store struct {
 	pool   *pgxpool.Pool
 	schema string // where this installation's tables live: the first entry of search_path
+	// writer admits one Update of this process at a time, so writers queue here rather
+	// than each holding a pooled connection while waiting for the database's writer lock,
+	// which would leave none for Views.
+	writer chan struct{}
 }
 
 var _ climate.Store = (*Store)(nil)
@@ -35,7 +39,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	s := &Store{pool: pool, schema: schema}
+	s := &Store{pool: pool, schema: schema, writer: make(chan struct{}, 1)}
 	if s.schema == "" {
 		// No search_path given: the server's default decides, as for any client.
 		var cur *string
@@ -125,6 +129,12 @@ func (s *Store) Update(ctx context.Context, fn func(climate.Tx) error) error {
 
 // write is Update for the store's own maintenance writes.
 func (s *Store) write(ctx context.Context, fn func(*tx) error) error {
+	select {
+	case s.writer <- struct{}{}:
+		defer func() { <-s.writer }()
+	case <-ctx.Done():
+		return dbError(ctx.Err())
+	}
 	pgTx, err := s.pool.BeginTx(ctx, pgx.TxOptions{})
 	if err != nil {
 		return dbError(err)

@@ -64,3 +64,14 @@ func insert(t *testing.T, s climate.Store, ls ...*climate.Lease) {
 		t.Fatalf("InsertLease: %v", err)
 	}
 }
+
+// PostgreSQL's text cannot hold NUL characters: that is bad input, not an internal error.
+func TestNULCharactersAreInvalid(t *testing.T) {
+	s := open(t, TestDSN(t))
+	l := testLease("l", t0, t0.Add(time.Hour))
+	l.Name = "a\x00b"
+	err := s.Update(ctx, func(tx climate.Tx) error { return tx.InsertLease(ctx, l) })
+	if climate.ErrorCode(err) != climate.CodeInvalid {
+		t.Errorf("InsertLease with a NUL in the name: %v (code %s); want invalid", err, climate.ErrorCode(err))
+	}
+}

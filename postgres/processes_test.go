@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -127,5 +128,44 @@ func TestUpdateWaitingForTheLockIsCancellable(t *testing.T) {
 	})
 	if climate.ErrorCode(err) != climate.CodeNotFound {
 		t.Errorf("lease of the cancelled Update: %v; want not found", err)
+	}
+}
+
+// Writers queued behind a long Update wait in the process, not on pooled connections, so
+// reads still get a connection: here the pool has two, and four writers wait.
+func TestQueuedWritersLeaveConnectionsForReads(t *testing.T) {
+	s := open(t, TestDSN(t)+"&pool_max_conns=2")
+	holding, release := make(chan struct{}), make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = s.Update(ctx, func(climate.Tx) error {
+			close(holding)
+			<-release
+			return nil
+		})
+	}()
+	<-holding
+	var started sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		started.Add(1)
+		go func() {
+			defer wg.Done()
+			started.Done()
+			_ = s.Update(ctx, func(climate.Tx) error { return nil })
+		}()
+	}
+	defer wg.Wait()
+	defer close(release)
+	// The writers are on their way; had they a connection each, the pool would now be
+	// exhausted (a broken store fails here most of the time, a good one never).
+	started.Wait()
+	runtime.Gosched()
+	vctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := s.View(vctx, func(tx climate.Tx) error { _, err := tx.AllocationRevision(vctx); return err }); err != nil {
+		t.Fatalf("View while writers queue: %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/url"
 	"strings"
@@ -100,6 +101,28 @@ func TestRedactURL(t *testing.T) {
 		}
 		if got := redactURL(u); got != want {
 			t.Errorf("redactURL(%s) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+// One replica at a time maintains the database; the others find the lead taken.
+func TestMaintainOncePerDatabase(t *testing.T) {
+	dsn := postgres.TestDSN(t)
+	var replicas []*postgres.Store
+	for range 2 {
+		st, err := postgres.Open(context.Background(), dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		replicas = append(replicas, st)
+	}
+	for round := range 2 {
+		for i, want := range []bool{true, false} {
+			did, err := maintainOnce(context.Background(), replicas[i], fmt.Sprint("replica-", i))
+			if err != nil || did != want {
+				t.Errorf("round %d, replica %d: maintained %v, %v; want %v", round, i, did, err, want)
+			}
 		}
 	}
 }

@@ -252,6 +252,10 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 			go func() { defer wg.Done(); _ = pg.WatchEvents(ctx, eng.Wake) }() // nil once ctx is done
 		}
 	}
+	if onPostgres {
+		wg.Add(1)
+		go func() { defer wg.Done(); maintainPostgres(ctx, pg, log) }()
+	}
 	var srv *http.Server
 	if runAPI {
 		ln, err := net.Listen("tcp", o.listen)
@@ -290,6 +294,47 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 
 // postgresMaxSleep bounds the engine's sleep on PostgreSQL, where WatchEvents wakes it.
 const postgresMaxSleep = 30 * time.Second
+
+// Maintenance on PostgreSQL: the allocation log keeps the newest revisions, as the SQLite
+// store's trigger does; one replica at a time does it, whichever leads "maintenance".
+const (
+	allocationLogKept   = 10000
+	maintenanceInterval = time.Minute
+)
+
+// maintainPostgres does a round of maintenance every maintenanceInterval while this
+// replica leads, until ctx is done; then it resigns so another replica takes over at once.
+func maintainPostgres(ctx context.Context, pg *postgres.Store, log *slog.Logger) {
+	holder := climate.NewID()
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = pg.Resign(rctx, "maintenance", holder)
+	}()
+	tick := time.NewTicker(maintenanceInterval)
+	defer tick.Stop()
+	for {
+		if _, err := maintainOnce(ctx, pg, holder); err != nil && ctx.Err() == nil {
+			log.Warn("maintenance failed; retrying later", "err", err, "in", maintenanceInterval)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// maintainOnce prunes the allocation log if holder leads (taking the lead when free); it
+// reports whether it did. The lead outlives a few missed rounds.
+func maintainOnce(ctx context.Context, pg *postgres.Store, holder string) (bool, error) {
+	lead, err := pg.TryLead(ctx, "maintenance", holder, 3*maintenanceInterval)
+	if err != nil || !lead {
+		return false, err
+	}
+	_, err = pg.PruneAllocationLog(ctx, allocationLogKept)
+	return true, err
+}
 
 // engineMaxSleep bounds the engine's sleep when it runs apart from the API: another
 // process's commits cannot wake it, so it re-reads the next event time at least this often.
