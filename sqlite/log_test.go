@@ -52,56 +52,62 @@ func insertMany(t *testing.T, s *Store, l string, n int) {
 	}
 }
 
-// The log keeps the newest allocation_log_keep revisions (10,000; 100 here) and up to 10%
-// more; asking from below what it keeps is not ok, so a replica rebuilds instead of
-// missing changes.
-func TestAllocationLogPruned(t *testing.T) {
+// setRevision moves the allocation revision as if many changes had been made (and logged).
+func setRevision(t *testing.T, s *Store, rev int64) {
+	t.Helper()
+	if _, err := s.w.ExecContext(context.Background(), `UPDATE meta SET value = ? WHERE key = 'allocation_revision'`, rev); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The log is a ring of logSlots revisions: it reads across the ring's end, asking from
+// below what it holds is not ok (so a replica rebuilds instead of missing changes), and a
+// slot's older half left by a changed row is not returned as a newer change.
+func TestAllocationLogRing(t *testing.T) {
 	ctx := context.Background()
 	s := open(t, filepath.Join(t.TempDir(), "c.db"))
 	defer s.Close()
-	var keep int64
-	if err := s.r.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'allocation_log_keep'`).Scan(&keep); err != nil || keep != 10000 {
-		t.Fatalf("allocation_log_keep %d, %v; want 10,000 by default", keep, err)
-	}
-	if _, err := s.w.ExecContext(ctx, `UPDATE meta SET value = 100 WHERE key = 'allocation_log_keep'`); err != nil {
-		t.Fatal(err)
-	}
 	if err := s.Update(ctx, func(tx climate.Tx) error { return tx.InsertLease(ctx, leaseWith("l", "h1", 0)) }); err != nil {
 		t.Fatal(err)
 	}
-	const n = 125 // one revision per allocation: pruning ran at 10, 20, …, 120
-	insertMany(t, s, "l", n)
-	const floor = 120 - 100
-	if _, ok, rev := allocationChanges(t, s, 0); ok || rev != n {
-		t.Errorf("AllocationChanges(0) at revision %d: ok %v; want revision %d, not ok: the start was pruned", rev, ok, n)
+	base := int64(2*logSlots - 3)
+	setRevision(t, s, base)
+	insertMany(t, s, "l", 6) // revisions base+1 … base+6, in slots logSlots-2, logSlots-1, 0, 1, 2, 3
+	changes, ok, rev := allocationChanges(t, s, base)
+	if !ok || rev != base+6 || len(changes) != 6 {
+		t.Fatalf("AllocationChanges(%d) at revision %d: %d changes, ok %v; want 6 across the ring's end", base, rev, len(changes), ok)
 	}
-	if _, ok, _ := allocationChanges(t, s, floor-1); ok {
-		t.Errorf("AllocationChanges(%d): ok; want not ok, revision %d was pruned", floor-1, floor)
+	for i, c := range changes {
+		if c.Revision != base+1+int64(i) || c.Removed || c.Allocation.ID != fmt.Sprintf("l-a%d", i) || c.Allocation.End.Sub(c.Allocation.Start) != time.Hour || c.Allocation.Start.Location() != time.UTC {
+			t.Errorf("change %d: %+v; want l-a%d added at revision %d, one hour, in UTC", i, c, i, base+1+int64(i))
+		}
 	}
-	changes, ok, _ := allocationChanges(t, s, floor)
-	if !ok || len(changes) != n-floor || changes[0].Revision != floor+1 || changes[len(changes)-1].Revision != n {
-		t.Fatalf("AllocationChanges(%d): %d changes, ok %v; want revisions %d to %d, ok", floor, len(changes), ok, floor+1, n)
+	if changes, ok, _ := allocationChanges(t, s, base+4); !ok || len(changes) != 2 || changes[0].Revision != base+5 {
+		t.Errorf("AllocationChanges(%d): %+v, ok %v; want the last 2", base+4, changes, ok)
 	}
-	if a := changes[len(changes)-1].Allocation; a.ID != fmt.Sprintf("l-a%d", n-1) || a.End.Sub(a.Start) != time.Hour || a.Start.Location() != time.UTC {
-		t.Errorf("last change %+v, want the last allocation inserted, one hour, in UTC", a)
+	if _, ok, _ := allocationChanges(t, s, rev-logSlots-1); ok {
+		t.Errorf("AllocationChanges(%d) at revision %d: ok; want not ok, the ring holds %d revisions", rev-logSlots-1, rev, logSlots)
+	}
+	if _, ok, _ := allocationChanges(t, s, rev-logSlots); !ok {
+		t.Errorf("AllocationChanges(%d) at revision %d: not ok; want ok, the ring holds %d revisions", rev-logSlots, rev, logSlots)
+	}
+
+	// A changed row fills both halves of slot base+7; one ring later an insertion replaces
+	// only the added half, and the removal half, a ring old, must not come back.
+	if _, err := s.w.ExecContext(ctx, `UPDATE allocations SET end_at = end_at + 1 WHERE id = 'l-a0'`); err != nil {
+		t.Fatal(err)
+	}
+	setRevision(t, s, base+7+logSlots-1)
+	if err := s.Update(ctx, func(tx climate.Tx) error { return tx.InsertLease(ctx, leaseWith("m", "h2", 1)) }); err != nil {
+		t.Fatal(err)
+	}
+	changes, ok, rev = allocationChanges(t, s, base+7)
+	if !ok || rev != base+7+logSlots || len(changes) != 1 || changes[0].Removed || changes[0].Allocation.ID != "m-a0" {
+		t.Errorf("AllocationChanges(%d) at revision %d: %+v, ok %v; want only m-a0's addition", base+7, rev, changes, ok)
 	}
 	var rows int
-	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM allocation_log`).Scan(&rows); err != nil {
-		t.Fatal(err)
-	}
-	if rows != n-floor {
-		t.Errorf("allocation_log holds %d rows, want %d", rows, n-floor)
-	}
-	// Deleting them all moves the revision to 2n = 250 and prunes again at 250.
-	if err := s.Update(ctx, func(tx climate.Tx) error { return tx.DeleteLease(ctx, "l") }); err != nil {
-		t.Fatal(err)
-	}
-	if _, ok, rev := allocationChanges(t, s, 2*n-100-1); ok || rev != 2*n {
-		t.Errorf("after deleting: AllocationChanges(%d) at revision %d: ok %v; want revision %d, not ok", 2*n-100-1, rev, ok, 2*n)
-	}
-	changes, ok, _ = allocationChanges(t, s, 2*n-100)
-	if !ok || len(changes) != 100 || !changes[0].Removed || !changes[99].Removed {
-		t.Errorf("after deleting: AllocationChanges(%d): %d changes, ok %v; want 100 removals", 2*n-100, len(changes), ok)
+	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM allocation_log`).Scan(&rows); err != nil || rows != 8 {
+		t.Errorf("allocation_log holds %d rows (%v), want 8: 6 insertions, a change in 2 halves, one replaced", rows, err)
 	}
 }
 
