@@ -204,7 +204,7 @@ func TestReplicasCatchUp(t *testing.T) {
 			var behindChecks int
 			for step := range 120 {
 				// A writer whose view is current keeps it current through its own commit,
-				// without reading the log (commitChange's fast path).
+				// without a catch-up (commitChange's fast path).
 				w := ms[rng.IntN(2)]
 				before, _ := storeState(t, st)
 				current, catchUps := revisionOf(w) == before, w.catchUps.Load()
