@@ -252,6 +252,16 @@ func TestCLILeaseLifecycle(t *testing.T) {
 	if got.Reservations[0].Min != 2 {
 		t.Fatalf("--reservation id=…,min=2: %+v", got.Reservations[0])
 	}
+	// Only connection and output settings come from the environment.
+	t.Setenv("CLIMATE_NAME", "from-env")
+	c.fails("nothing to change", "lease", "update", "train")
+	t.Setenv("CLIMATE_OUTPUT", "value")
+	t.Setenv("CLIMATE_COLUMN", "name")
+	if got := c.ok("lease", "show", "train"); got != "train\n" {
+		t.Fatalf("CLIMATE_OUTPUT/CLIMATE_COLUMN: %q", got)
+	}
+	os.Unsetenv("CLIMATE_OUTPUT")
+	os.Unsetenv("CLIMATE_COLUMN")
 	if got := c.leaseJSON("lease", "set", "train", "--name", "train-v2"); got.Name != "train-v2" {
 		t.Fatalf("rename: %+v", got)
 	}
@@ -294,6 +304,7 @@ func TestCLILeaseErrors(t *testing.T) {
 	c.fails("give only one of --start-date, --defer-by and --advance-by", "lease", "update", "first", "--defer-by", "1h", "--advance-by", "1h")
 	c.fails(`--prolong-for "1 hour": not a positive duration`, "lease", "update", "first", "--prolong-for", "1 hour")
 	c.fails("nothing to change", "lease", "update", "first")
+	c.fails("--status goes with --wait", "lease", "create", "x", "--reservation", res, "--status", "ACTIVE")
 	c.fails("id=RESERVATION_ID is required on update", "lease", "update", "first", "--reservation", "max=2")
 	c.fails(`--sort-by "colour": no such field`, "lease", "list", "--sort-by", "colour")
 	c.fails(`--status "DONE": want one of`, "lease", "wait", "first", "--status", "done")

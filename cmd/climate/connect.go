@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
 
 	"climate/http/client"
@@ -44,6 +45,7 @@ func addClientFlags(cmd *cobra.Command) *clientOptions {
 	f.StringVar(&o.token, "token", "", "token to send as X-Auth-Token (servers run with --auth tokens)")
 	f.StringVar(&o.config, "config", "", "config file with url and token (default $XDG_CONFIG_HOME/climate/config.yaml)")
 	o.out.addFlags(cmd)
+	f.VisitAll(func(fl *pflag.Flag) { _ = f.SetAnnotation(fl.Name, envFlag, []string{"true"}) })
 	return o
 }
 

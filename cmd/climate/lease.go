@@ -119,6 +119,11 @@ and --duration, Climate books the first window in which the reservations fit (be
 			if err := lo.wait.check(); err != nil {
 				return err
 			}
+			for _, f := range []string{"status", "timeout", "interval"} {
+				if cmd.Flags().Changed(f) && !lo.wait.enabled {
+					return fmt.Errorf("--%s goes with --wait", f)
+				}
+			}
 			l, err := c.CreateLease(cmd.Context(), req)
 			if err != nil {
 				return err

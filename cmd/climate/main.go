@@ -37,9 +37,10 @@ func newRootCmd() *cobra.Command {
 		Long: `Climate is a reservation service that speaks OpenStack Blazar's v1 API.
 
 Run the service with "climate serve"; talk to it with "climate lease", "climate host",
-"climate allocation" and "climate availability". Every flag can also be set with a
-CLIMATE_… environment variable (e.g. --url ↔ CLIMATE_URL, --data-dir ↔ CLIMATE_DATA_DIR).
-Flags win over the environment, which wins over the client config file.`,
+"climate allocation" and "climate availability". Server flags and the client commands'
+connection and output flags can also be set with a CLIMATE_… environment variable (e.g.
+--data-dir ↔ CLIMATE_DATA_DIR, --url ↔ CLIMATE_URL, --token ↔ CLIMATE_TOKEN, -o ↔
+CLIMATE_OUTPUT). Flags win over the environment, which wins over the client config file.`,
 		Example: `  climate serve                      # the service, on 127.0.0.1:1234
   climate host create node-1 --extra gpu=true
   climate lease create train --reservation resource_type=physical:host,min=1,max=1 --end-date +2h
@@ -67,10 +68,14 @@ func envName(flag string) string {
 }
 
 // bindEnv sets every flag not given on the command line from its environment variable.
+// Client commands take only their connection and output settings from the environment
+// (envFlag), so that a stray CLIMATE_NAME cannot rename a lease.
 func bindEnv(flags *pflag.FlagSet) error {
+	clientCmd := false
+	flags.VisitAll(func(f *pflag.Flag) { clientCmd = clientCmd || f.Annotations[envFlag] != nil })
 	var err error
 	flags.VisitAll(func(f *pflag.Flag) {
-		if err != nil || f.Changed || f.Name == "help" {
+		if err != nil || f.Changed || f.Name == "help" || (clientCmd && f.Annotations[envFlag] == nil) {
 			return
 		}
 		if v, ok := os.LookupEnv(envName(f.Name)); ok {
@@ -81,6 +86,9 @@ func bindEnv(flags *pflag.FlagSet) error {
 	})
 	return err
 }
+
+// envFlag annotates the flags of client commands that their CLIMATE_… variable sets.
+const envFlag = "climate-env"
 
 // newCompletionCmd prints shell completion scripts. It replaces cobra's default command,
 // which binds its output stream when it is created, so that output follows SetOut.

@@ -363,9 +363,12 @@ func cell(v any) string {
 			lines[i] = cell(item)
 		}
 		return strings.Join(lines, "\n")
-	case record: // nested objects: key=value pairs, empty ones left out
+	case record: // nested objects: key=value pairs, empty and bookkeeping ones left out
 		pairs := make([]string, 0, len(v))
 		for _, f := range v {
+			if nestedNoise[f.key] {
+				continue
+			}
 			if c := cell(f.value); c != "" {
 				pairs = append(pairs, f.key+"="+strings.ReplaceAll(c, "\n", ","))
 			}
@@ -375,6 +378,10 @@ func cell(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// nestedNoise are fields of nested objects that tables leave out: the parent's id and
+// timestamps (JSON and YAML keep everything).
+var nestedNoise = map[string]bool{"lease_id": true, "created_at": true, "updated_at": true}
 
 // compareValues orders two cells: numbers by value, anything else as text.
 func compareValues(a, b any) int {
