@@ -89,10 +89,11 @@ func newLeaseCreateCmd(o *clientOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "create NAME",
 		Short: "Create a lease: reserve hosts for a time window",
-		Long: `Create a lease named NAME with one --reservation per kind of capacity. Dates accept
-` + dateHelp + `. A +DURATION end date counts from the start. With --start-date earliest
-and --duration, Climate books the first window in which the reservations fit (before
---deadline, if given).`,
+		Long: `Create a lease named NAME with one --reservation per kind of capacity.
+
+Dates accept ` + dateHelp + `.
+A +DURATION end date counts from the start. With --start-date earliest and --duration,
+Climate books the first window in which the reservations fit (before --deadline, if given).`,
 		Example: `  # Two hosts now, for six hours
   climate lease create train --reservation resource_type=physical:host,min=2,max=2 --end-date +6h
 
