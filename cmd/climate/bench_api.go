@@ -30,12 +30,20 @@ type benchAPIOptions struct {
 	clients                 []int
 	url, token, kind        string
 	output                  string
+	// database, when set, is a PostgreSQL URL: the book is loaded there and replicas
+	// servers share it.
+	database string
+	replicas int
 }
 
 // apiReport is bench api's result (its JSON output).
 type apiReport struct {
 	// Server is "subprocess" (started by the benchmark) or the --url given.
 	Server string `json:"server"`
+	// Database is the PostgreSQL URL (password masked) the subprocesses share, "" for SQLite.
+	Database string `json:"database,omitempty"`
+	// Replicas is the number of server subprocesses; clients are spread round-robin.
+	Replicas int `json:"replicas"`
 	// Hosts, Leases and Allocations describe the book loaded (0 with --url).
 	Hosts       int     `json:"hosts"`
 	Leases      int     `json:"leases"`
@@ -45,8 +53,11 @@ type apiReport struct {
 	// FirstRequestMS is an untimed dry-run creation sent before the runs: on a fresh server
 	// it includes reading the book and building the availability index.
 	FirstRequestMS float64 `json:"first_request_ms"`
-	// PeakRSSMiB is the server's peak resident memory (VmHWM) after the runs; null with --url.
+	// PeakRSSMiB is the server's peak resident memory (VmHWM) after the runs, the largest
+	// of the replicas'; null with --url.
 	PeakRSSMiB *float64 `json:"peak_rss_mib"`
+	// ReplicaPeakRSSMiB is each replica's peak resident memory.
+	ReplicaPeakRSSMiB []float64 `json:"replica_peak_rss_mib,omitempty"`
 	// BlazarCreateSeconds is upstream Blazar's median for a whole plain lease creation at
 	// this scale (one client), where WORKLOAD.md gives one.
 	BlazarCreateSeconds *float64       `json:"blazar_create_seconds"`
@@ -83,10 +94,16 @@ client count: median and p99 latency, creations per second, and how many request
 
 The server and its data directory are removed at the end, also on Ctrl-C. With --url the
 benchmark posts to an already running server instead and neither loads a book nor reads
-its memory.`,
+its memory.
+
+With --database postgres://…?search_path=SCHEMA the book is loaded into that PostgreSQL
+schema (which must hold no hosts yet: use a fresh one, and drop it afterwards) and
+--replicas N servers run on it, the clients spread round-robin over them; the peak RSS of
+each replica is reported.`,
 		Example: `  climate bench api
   climate bench api --hosts 1000 --leases 10000 --requests 500 --clients 1,4,16 -o json
-  climate bench api --url http://127.0.0.1:1234 --requests 100 --clients 1`,
+  climate bench api --url http://127.0.0.1:1234 --requests 100 --clients 1
+  climate bench api --database 'postgres://postgres@127.0.0.1/test?search_path=bench' --replicas 3 --hosts 1000 --leases 10000`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(o.output); err != nil {
@@ -115,6 +132,8 @@ its memory.`,
 	f.StringVar(&o.kind, "kind", "plain", "request kind: plain (no filter) or filtered (the workload's property filters)")
 	f.StringVar(&o.url, "url", "", "post to this running server (e.g. http://127.0.0.1:1234) instead of starting one")
 	f.StringVar(&o.token, "token", "", "X-Auth-Token to send (for a server run with --auth tokens)")
+	f.StringVar(&o.database, "database", "", "load the book into this PostgreSQL URL (postgres://…?search_path=SCHEMA, a schema without hosts) and serve it from there")
+	f.IntVar(&o.replicas, "replicas", 1, "number of server subprocesses (more than one needs --database); clients are spread round-robin")
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
 	return cmd
 }
@@ -136,9 +155,18 @@ func runBenchAPI(ctx context.Context, o *benchAPIOptions, stderr io.Writer) (*ap
 	if o.kind != "plain" && o.kind != "filtered" {
 		return nil, fmt.Errorf("--kind %q: want plain or filtered", o.kind)
 	}
+	if o.replicas < 1 {
+		return nil, fmt.Errorf("--replicas %d: want at least 1", o.replicas)
+	}
+	if o.replicas > 1 && o.database == "" {
+		return nil, fmt.Errorf("--replicas %d needs --database: replicas share a PostgreSQL database", o.replicas)
+	}
+	if o.url != "" && (o.database != "" || o.replicas > 1) {
+		return nil, errors.New("--url posts to a running server: --database and --replicas are for the servers the benchmark starts")
+	}
 	rep := &apiReport{Server: o.url, Kind: o.kind}
-	base := strings.TrimRight(o.url, "/")
-	var srv *benchServer
+	bases := []string{strings.TrimRight(o.url, "/")}
+	var srvs []*benchServer
 	if o.url == "" {
 		if o.hosts <= 0 || o.leases < 0 {
 			return nil, fmt.Errorf("--hosts %d --leases %d: want at least one host and no negative lease count", o.hosts, o.leases)
@@ -148,12 +176,12 @@ func runBenchAPI(ctx context.Context, o *benchAPIOptions, stderr io.Writer) (*ap
 			return nil, err
 		}
 		defer os.RemoveAll(dir)
-		st, _, err := openStore(ctx, dir)
+		st, desc, err := openDatabase(ctx, o.database, dir)
 		if err != nil {
 			return nil, err
 		}
 		sc := benchScale{o.hosts, o.leases}
-		loaded, err := loadBook(ctx, st, sc, stderr)
+		loaded, err := loadFreshBook(ctx, st, desc, sc, stderr)
 		if cerr := st.Close(); err == nil && cerr != nil {
 			err = cerr
 		}
@@ -161,22 +189,42 @@ func runBenchAPI(ctx context.Context, o *benchAPIOptions, stderr io.Writer) (*ap
 			return nil, err
 		}
 		rep.Server, rep.Hosts, rep.Leases, rep.Allocations = "subprocess", loaded.Hosts, loaded.Leases, loaded.Allocations
-		rep.LoadSeconds = loaded.LoadSeconds
+		rep.Replicas, rep.LoadSeconds = o.replicas, loaded.LoadSeconds
+		if o.database != "" {
+			rep.Database = desc
+		}
 		if o.kind == "plain" {
 			rep.BlazarCreateSeconds = baseline(sc, "create")
 		}
-		fmt.Fprintln(stderr, "starting the server")
-		if srv, err = startBenchServer(ctx, dir); err != nil {
-			return nil, err
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("find this binary to start the server: %w", err)
 		}
-		defer srv.stop()
-		base = srv.url
+		args := []string{"--data-dir", dir, "--log-level", "error"}
+		if o.database != "" {
+			args = append(args, "--database", o.database)
+		}
+		bases = nil
+		defer func() {
+			for _, s := range srvs {
+				s.stop()
+			}
+		}()
+		for i := range o.replicas {
+			fmt.Fprintf(stderr, "starting server %d/%d\n", i+1, o.replicas)
+			srv, err := startServeProcess(ctx, exe, args, nil)
+			if err != nil {
+				return nil, err
+			}
+			srvs = append(srvs, srv)
+			bases = append(bases, srv.url)
+		}
 	} else if !strings.HasPrefix(o.url, "http://") && !strings.HasPrefix(o.url, "https://") {
 		return nil, fmt.Errorf("--url %q: want http://HOST:PORT", o.url)
 	}
 
 	b := &apiBench{
-		base: base, token: o.token, kind: o.kind,
+		bases: bases, token: o.token, kind: o.kind,
 		windows: workload.Windows(o.requests * len(o.clients)),
 		client: &http.Client{
 			Timeout: 5 * time.Minute,
@@ -189,7 +237,7 @@ func runBenchAPI(ctx context.Context, o *benchAPIOptions, stderr io.Writer) (*ap
 
 	fmt.Fprintln(stderr, "first request (dry run)")
 	t0 := time.Now()
-	status, body, err := b.create(ctx, -1, b.windows[0], true)
+	status, body, err := b.create(ctx, b.bases[0], -1, b.windows[0], true)
 	if err != nil {
 		return nil, err
 	}
@@ -207,22 +255,28 @@ func runBenchAPI(ctx context.Context, o *benchAPIOptions, stderr io.Writer) (*ap
 		}
 		rep.Runs = append(rep.Runs, *run)
 	}
-	if srv != nil {
-		if rss, err := peakRSS(srv.cmd.Process.Pid); err == nil {
-			mib := round(float64(rss)/(1<<20), 1)
-			rep.PeakRSSMiB = &mib
-		} else {
+	for _, srv := range srvs {
+		rss, err := peakRSS(srv.cmd.Process.Pid)
+		if err != nil {
 			fmt.Fprintf(stderr, "peak RSS unavailable: %v\n", err)
+			rep.PeakRSSMiB, rep.ReplicaPeakRSSMiB = nil, nil
+			break
 		}
+		mib := round(float64(rss)/(1<<20), 1)
+		if rep.PeakRSSMiB == nil || mib > *rep.PeakRSSMiB {
+			rep.PeakRSSMiB = &mib
+		}
+		rep.ReplicaPeakRSSMiB = append(rep.ReplicaPeakRSSMiB, mib)
 	}
 	return rep, nil
 }
 
-// apiBench posts leases to a server.
+// apiBench posts leases to servers: client k of a run to bases[k % len(bases)].
 type apiBench struct {
-	base, token, kind string
-	windows           []workload.Window
-	client            *http.Client
+	bases       []string
+	token, kind string
+	windows     []workload.Window
+	client      *http.Client
 }
 
 type leaseRequestBody struct {
@@ -242,7 +296,7 @@ type reservationRequestBody struct {
 }
 
 // create posts lease "bench-i" over w; it returns the status and, unless 201, the body.
-func (b *apiBench) create(ctx context.Context, i int, w workload.Window, dryRun bool) (int, []byte, error) {
+func (b *apiBench) create(ctx context.Context, base string, i int, w workload.Window, dryRun bool) (int, []byte, error) {
 	res := reservationRequestBody{ResourceType: "physical:host", Min: workload.HostsWanted, Max: workload.HostsWanted}
 	if b.kind == "filtered" {
 		res.HypervisorProperties, res.ResourceProperties = workload.FilteredHypervisorProperties, workload.FilteredResourceProperties
@@ -256,7 +310,7 @@ func (b *apiBench) create(ctx context.Context, i int, w workload.Window, dryRun 
 	if err != nil {
 		return 0, nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.base+"/v1/leases", bytes.NewReader(payload))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/leases", bytes.NewReader(payload))
 	if err != nil {
 		return 0, nil, err
 	}
@@ -322,7 +376,8 @@ func (b *apiBench) run(ctx context.Context, c, first, n int, p *progressLine) (*
 	}()
 	var wg sync.WaitGroup
 	start := time.Now()
-	for range c {
+	for k := range c {
+		base := b.bases[k%len(b.bases)]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -342,7 +397,7 @@ func (b *apiBench) run(ctx context.Context, c, first, n int, p *progressLine) (*
 					return
 				}
 				t0 := time.Now()
-				status, body, err := b.create(ctx, first+i, b.windows[first+i], false)
+				status, body, err := b.create(ctx, base, first+i, b.windows[first+i], false)
 				d := time.Since(t0)
 				if err != nil {
 					fail(err)
@@ -392,15 +447,12 @@ type benchServer struct {
 	once     sync.Once
 }
 
-// startBenchServer runs this binary's "serve" on dir and a free loopback port, and returns
-// once it listens.
-func startBenchServer(ctx context.Context, dir string) (*benchServer, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("find this binary to start the server: %w", err)
-	}
-	cmd := exec.Command(exe, "serve", "--data-dir", dir, "--listen", "127.0.0.1:0", "--log-level", "error")
-	cmd.Env = envWithoutClimate(os.Environ()) // the server's settings are the flags above only
+// startServeProcess runs "exe serve --listen 127.0.0.1:0" with args and returns once it
+// listens (with --role engine: once its engine runs). Its stderr goes to logs too, when
+// not nil.
+func startServeProcess(ctx context.Context, exe string, args []string, logs io.Writer) (*benchServer, error) {
+	cmd := exec.Command(exe, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
+	cmd.Env = envWithoutClimate(os.Environ()) // the server's settings are the flags only
 	setDeathSignal(cmd)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -408,6 +460,9 @@ func startBenchServer(ctx context.Context, dir string) (*benchServer, error) {
 	}
 	s := &benchServer{cmd: cmd, scanDone: make(chan struct{}), stderr: &cappedBuffer{max: 16 << 10}}
 	cmd.Stderr = s.stderr
+	if logs != nil {
+		cmd.Stderr = io.MultiWriter(s.stderr, logs)
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s serve: %w", exe, err)
 	}
@@ -423,6 +478,9 @@ func startBenchServer(ctx context.Context, dir string) (*benchServer, error) {
 					urlc <- f[0]
 					sent = true
 				}
+			} else if strings.Contains(line, "event engine running") && !sent {
+				urlc <- ""
+				sent = true
 			}
 		}
 	}()
@@ -524,8 +582,12 @@ func (b *cappedBuffer) String() string {
 
 func writeAPITable(w io.Writer, rep *apiReport) error {
 	if rep.Server == "subprocess" {
-		fmt.Fprintf(w, "Lease creation through the HTTP API: climate serve subprocess on SQLite, book of %d hosts, %d leases, %d host allocations (loaded in %.1f s)\n",
-			rep.Hosts, rep.Leases, rep.Allocations, rep.LoadSeconds)
+		on := "climate serve subprocess on SQLite"
+		if rep.Database != "" {
+			on = fmt.Sprintf("%d climate serve subprocess(es) on PostgreSQL (%s), clients round-robin", rep.Replicas, rep.Database)
+		}
+		fmt.Fprintf(w, "Lease creation through the HTTP API: %s, book of %d hosts, %d leases, %d host allocations (loaded in %.1f s)\n",
+			on, rep.Hosts, rep.Leases, rep.Allocations, rep.LoadSeconds)
 	} else {
 		fmt.Fprintf(w, "Lease creation through the HTTP API of %s\n", rep.Server)
 	}
@@ -548,7 +610,13 @@ func writeAPITable(w io.Writer, rep *apiReport) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if rep.PeakRSSMiB != nil {
+	if len(rep.ReplicaPeakRSSMiB) > 1 {
+		var each []string
+		for _, v := range rep.ReplicaPeakRSSMiB {
+			each = append(each, fmt.Sprintf("%.1f", v))
+		}
+		fmt.Fprintf(w, "\nServer peak RSS (VmHWM) per replica: %s MiB\n", strings.Join(each, ", "))
+	} else if rep.PeakRSSMiB != nil {
 		fmt.Fprintf(w, "\nServer peak RSS (VmHWM): %.1f MiB\n", *rep.PeakRSSMiB)
 	}
 	return nil

@@ -13,13 +13,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"climate"
-	"climate/sqlite"
 	"climate/workload"
 )
 
 type benchLoadOptions struct {
 	hosts, leases int
 	dataDir       string
+	database      string
 }
 
 // benchLoadResult is what bench load reports.
@@ -41,10 +41,14 @@ running: SQLite's WAL lets this process write alongside it, and the server notic
 hosts and allocations through the store's revisions on its next request.
 
 The book's host and lease ids are fixed by the workload, so it can only be loaded into a
-database without hosts: use a fresh --data-dir for each book.`,
+database without hosts: use a fresh --data-dir (or PostgreSQL schema, with --database) for
+each book.`,
 		Example: `  # A 5,000-host book with 50,000 leases, then serve it
   climate bench load --hosts 5000 --leases 50000 --data-dir /tmp/climate-5k
-  climate serve --data-dir /tmp/climate-5k`,
+  climate serve --data-dir /tmp/climate-5k
+
+  # The same into a PostgreSQL schema
+  climate bench load --hosts 5000 --leases 50000 --database 'postgres://climate@db/climate?search_path=bench'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -62,6 +66,7 @@ database without hosts: use a fresh --data-dir for each book.`,
 	f.IntVar(&o.hosts, "hosts", 5000, "number of hosts H")
 	f.IntVar(&o.leases, "leases", 50000, "number of existing leases R")
 	f.StringVar(&o.dataDir, "data-dir", defaultDataDir(), "directory holding the SQLite database (climate.db)")
+	addDatabaseFlag(f, &o.database)
 	addDataDirHelp(cmd)
 	return cmd
 }
@@ -70,24 +75,12 @@ func runBenchLoad(ctx context.Context, o *benchLoadOptions, stderr io.Writer) (*
 	if o.hosts <= 0 || o.leases < 0 {
 		return nil, fmt.Errorf("--hosts %d --leases %d: want at least one host and no negative lease count", o.hosts, o.leases)
 	}
-	st, path, err := openStore(ctx, o.dataDir)
+	st, path, err := openDatabase(ctx, o.database, o.dataDir)
 	if err != nil {
 		return nil, err
 	}
 	defer st.Close()
-	var existing int
-	err = st.View(ctx, func(tx climate.Tx) error {
-		hosts, err := tx.ListHosts(ctx)
-		existing = len(hosts)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	if existing > 0 {
-		return nil, fmt.Errorf("%s already holds %d hosts; the workload's host ids would collide: load into a fresh --data-dir", path, existing)
-	}
-	res, err := loadBook(ctx, st, benchScale{o.hosts, o.leases}, stderr)
+	res, err := loadFreshBook(ctx, st, path, benchScale{o.hosts, o.leases}, stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -95,8 +88,26 @@ func runBenchLoad(ctx context.Context, o *benchLoadOptions, stderr io.Writer) (*
 	return res, nil
 }
 
+// loadFreshBook is loadBook into a store that must hold no hosts yet (the book's ids are
+// fixed); desc names the store in the error.
+func loadFreshBook(ctx context.Context, st climate.Store, desc string, sc benchScale, stderr io.Writer) (*benchLoadResult, error) {
+	var existing int
+	err := st.View(ctx, func(tx climate.Tx) error {
+		hosts, err := tx.ListHosts(ctx)
+		existing = len(hosts)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", desc, err)
+	}
+	if existing > 0 {
+		return nil, fmt.Errorf("%s already holds %d hosts; the workload's host ids would collide: load into a fresh --data-dir or PostgreSQL schema", desc, existing)
+	}
+	return loadBook(ctx, st, sc, stderr)
+}
+
 // loadBook generates a book and writes it into st, showing progress on stderr.
-func loadBook(ctx context.Context, st *sqlite.Store, sc benchScale, stderr io.Writer) (*benchLoadResult, error) {
+func loadBook(ctx context.Context, st climate.Store, sc benchScale, stderr io.Writer) (*benchLoadResult, error) {
 	p := &progressLine{w: stderr}
 	p.set("generating the book: %d hosts, %d leases", sc.hosts, sc.leases)
 	t0 := time.Now()

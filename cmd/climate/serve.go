@@ -38,6 +38,9 @@ type serveOptions struct {
 	role       string
 	beforeEnd  time.Duration
 	logLevel   string
+	// claimTTL is how long an engine's claim on due events lasts before another replica
+	// may take them over (engine.Config.ClaimTTL); hidden, for tests of takeover.
+	claimTTL time.Duration
 }
 
 func newServeCmd() *cobra.Command {
@@ -81,9 +84,14 @@ token to a user, a project and roles.`,
 	f.StringVar(&o.role, "role", "all", "what this process runs: all, api (REST API only) or engine (events only)")
 	f.DurationVar(&o.beforeEnd, "before-end", manager.DefaultBeforeEnd, "default time before a lease's end when before_end_lease fires (0 = no such event)")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	f.DurationVar(&o.claimTTL, "claim-ttl", defaultClaimTTL, "how long a claim on due events lasts before another replica's engine takes them over")
+	_ = f.MarkHidden("claim-ttl")
 	addDataDirHelp(cmd)
 	return cmd
 }
+
+// defaultClaimTTL is the engine's claim expiry unless --claim-ttl says otherwise.
+const defaultClaimTTL = 2 * time.Minute
 
 func addDataDirHelp(cmd *cobra.Command) {
 	cmd.Flags().Lookup("data-dir").Usage += " (default: $XDG_DATA_HOME/climate or ~/.local/share/climate)"
@@ -207,6 +215,9 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 	if o.beforeEnd < 0 {
 		return fmt.Errorf("--before-end %s: must not be negative", o.beforeEnd)
 	}
+	if o.claimTTL < 0 {
+		return fmt.Errorf("--claim-ttl %s: must not be negative", o.claimTTL)
+	}
 	var auth climatehttp.Authenticator
 	if runAPI {
 		if auth, err = authenticator(o); err != nil {
@@ -231,7 +242,7 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 	}
 	var eng *engine.Engine
 	if runEngine {
-		eng = engine.New(st, clk, engine.Config{Logger: log, MaxSleep: maxSleep})
+		eng = engine.New(st, clk, engine.Config{Logger: log, MaxSleep: maxSleep, ClaimTTL: o.claimTTL, Observe: logHandled(log)})
 	}
 	mgr := manager.New(st, clk, manager.Config{
 		BeforeEnd: o.beforeEnd,
@@ -290,6 +301,16 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 	}
 	wg.Wait()
 	return err
+}
+
+// logHandled logs, at debug level, each event whose handler changed state, with the
+// event's id: one line per event in the whole installation unless a handler ran twice
+// (the replicas' fault test counts them).
+func logHandled(log *slog.Logger) func(engine.Report) {
+	return func(r engine.Report) {
+		log.Debug("event handled", "event_id", r.Event.ID, "event", r.Event.Type, "lease", r.Event.LeaseID,
+			"status", r.Status, "failed", r.Err != nil)
+	}
 }
 
 // postgresMaxSleep bounds the engine's sleep on PostgreSQL, where WatchEvents wakes it.
