@@ -206,6 +206,11 @@ func (e *Engine) handle(ctx context.Context, ev climate.Event) {
 	if errors.Is(rep.Err, errSkip) {
 		return
 	}
+	if errors.Is(rep.Err, errLater) {
+		// Not a failure and nothing changed: the claim expires and the event runs again.
+		e.cfg.Logger.Debug("event deferred", "event", ev.Type, "lease", ev.LeaseID, "reason", rep.Err)
+		return
+	}
 	if l != nil {
 		rep.Status = l.Status
 	}

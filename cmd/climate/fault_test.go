@@ -211,7 +211,11 @@ func TestReplicaKilledWhileFiringEvents(t *testing.T) {
 	handled := regexp.MustCompile(`msg="event handled" event_id=(\S+) .* failed=(\w+)`)
 	count := map[string]int{}
 	by := map[string]int{}
+	failedLine := regexp.MustCompile(`(?m)^.*msg="event failed".*$`)
 	for i, l := range logs {
+		for _, line := range failedLine.FindAllString(l.String(), -1) {
+			t.Errorf("replica %d: %s", i, line)
+		}
 		for _, m := range handled.FindAllStringSubmatch(l.String(), -1) {
 			count[m[1]]++
 			by[m[1]] = i
