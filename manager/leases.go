@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"sort"
 	"strings"
 	"time"
@@ -284,7 +285,11 @@ func (m *Manager) planAndCommit(ctx context.Context, l, prev *climate.Lease, opt
 				}
 			}
 			var err error
-			chosen, err = planLease(l, prev, a)
+			rotate := 0
+			if attempt > 0 { // lost a race: look elsewhere than the others do
+				rotate = rand.IntN(1 << 30)
+			}
+			chosen, err = planLease(l, prev, a, rotate)
 			invRev = a.index.InventoryRevision
 			return err
 		})
@@ -318,7 +323,7 @@ func (m *Manager) planAndCommit(ctx context.Context, l, prev *climate.Lease, opt
 }
 
 // planLease fills in the allocations of l's host reservations and returns every host chosen.
-func planLease(l, prev *climate.Lease, a *availability) ([]string, error) {
+func planLease(l, prev *climate.Lease, a *availability, rotate int) ([]string, error) {
 	current := map[string][]string{}
 	for _, r := range allocationsOf(prev) {
 		current[r.ReservationID] = append(current[r.ReservationID], r.ResourceID)
@@ -337,7 +342,7 @@ func planLease(l, prev *climate.Lease, a *availability) ([]string, error) {
 		had := current[r.ID]
 		hosts, _, err := a.index.PlaceHosts(plan.HostRequest{
 			Window: plan.Window{Start: l.Start, End: l.End}, Min: r.Min, Max: r.Max,
-			Match: matcher(q), FilterKey: q.String(), Prefer: had, Exclude: taken, Lease: l.ID,
+			Match: matcher(q), FilterKey: q.String(), Prefer: had, Exclude: taken, Lease: l.ID, Rotate: rotate,
 		})
 		if err != nil {
 			return nil, err

@@ -239,10 +239,18 @@ func (x *Index) PlaceHosts(r HostRequest) ([]string, Explanation, error) {
 	best := make([]choice, 0, want) // kept sorted by (fit, pos), at most want long
 	exact, scanned, weighed := 0, 0, 0
 	enough := max(fitScan*want, minFitScan)
-	for _, p := range cands {
+	off := 0
+	if len(cands) > 0 {
+		off = r.Rotate % len(cands)
+		if off < 0 {
+			off += len(cands)
+		}
+	}
+	for k := range cands {
 		if want == 0 || exact >= want || weighed >= enough {
 			break
 		}
+		p := cands[(k+off)%len(cands)]
 		scanned++
 		id := x.hosts[p].ID
 		if r.Exclude[id] {

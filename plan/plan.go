@@ -30,6 +30,10 @@ type HostRequest struct {
 	FilterKey string
 	// Lease, on update, is the lease being re-planned: its own allocations do not count.
 	Lease string
+	// Rotate starts the scan of candidates at this offset instead of the first registered
+	// host. A retry after losing a race uses a random offset so that concurrent requests
+	// (on other replicas) stop converging on the same hosts.
+	Rotate int
 }
 
 // Explanation says why hosts were or were not found, with counts a user can act on.

@@ -84,7 +84,7 @@ func TestReplicaKilledWhileFiringEvents(t *testing.T) {
 		var status int
 		var body map[string]any
 		var err error
-		// Concurrent creations pick the same free hosts and may give up ("try again").
+		// Concurrent creations on three replicas may still lose every race and give up ("try again").
 		for try := 0; try < 20 && (try == 0 || status == 409); try++ {
 			status, body, err = c.do(ctx, "POST", "/v1/leases", map[string]any{
 				"name": fmt.Sprintf("fault-%d", i), "start_date": start.Format(time.RFC3339Nano), "end_date": end.Format(time.RFC3339Nano),
