@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"sort"
 	"time"
 
 	"climate"
@@ -58,7 +57,7 @@ func (t *tx) ClaimDueEvents(ctx context.Context, now, claimUntil time.Time, limi
 	if err := rows.Err(); err != nil {
 		return nil, dbError(err)
 	}
-	sortDue(out)
+	climate.SortDue(out)
 	return out, nil
 }
 
@@ -72,32 +71,4 @@ func scanEvent(s scanner) (climate.Event, error) {
 	}
 	e.Time, e.CreatedAt, e.UpdatedAt = fromTS(e.Time), fromTS(e.CreatedAt), fromNullTS(updated)
 	return e, nil
-}
-
-// rank orders events due at the same instant: a lease ending hands its hosts to one
-// starting at that instant.
-func rank(t climate.EventType) int {
-	switch t {
-	case climate.EventEndLease:
-		return 0
-	case climate.EventBeforeEndLease:
-		return 1
-	case climate.EventStartLease:
-		return 2
-	}
-	return 3
-}
-
-// sortDue orders claimed events as dueOrder does (RETURNING rows come in no set order).
-func sortDue(evs []climate.Event) {
-	sort.Slice(evs, func(i, j int) bool {
-		a, b := evs[i], evs[j]
-		if !a.Time.Equal(b.Time) {
-			return a.Time.Before(b.Time)
-		}
-		if rank(a.Type) != rank(b.Type) {
-			return rank(a.Type) < rank(b.Type)
-		}
-		return a.ID < b.ID
-	})
 }

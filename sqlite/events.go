@@ -53,7 +53,7 @@ func (t *tx) ClaimDueEvents(ctx context.Context, now, claimUntil time.Time, limi
 	if err := rows.Err(); err != nil {
 		return nil, internal(err)
 	}
-	sortDue(out)
+	climate.SortDue(out)
 	return out, nil
 }
 
