@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"crypto/sha256"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -21,7 +22,19 @@ type Authenticator interface {
 type NoAuth struct{}
 
 // Authenticate reads the identity headers, defaulting to an admin in project "admin".
+// It answers only requests addressed to a loopback name: a web page that rebinds its own
+// DNS name to 127.0.0.1 still sends that name as Host, and must not reach an API that
+// makes every caller an admin.
 func (NoAuth) Authenticate(r *http.Request) (climate.Identity, error) {
+	if !loopbackHost(r.Host) {
+		return climate.Identity{}, climate.Errorf(climate.CodeForbidden,
+			"Host %q is not a loopback address: without authentication Climate answers only requests to localhost, 127.0.0.1 or [::1]", r.Host)
+	}
+	for _, h := range []string{"X-User-Id", "X-Project-Id", "X-Roles"} {
+		if err := climate.CheckText(h, r.Header.Get(h), climate.MaxNameLength); err != nil {
+			return climate.Identity{}, err
+		}
+	}
 	id := climate.Identity{UserID: r.Header.Get("X-User-Id"), ProjectID: r.Header.Get("X-Project-Id")}
 	if id.UserID == "" {
 		id.UserID = "admin"
@@ -34,6 +47,20 @@ func (NoAuth) Authenticate(r *http.Request) (climate.Identity, error) {
 		id.Roles = []string{"admin"}
 	}
 	return id, nil
+}
+
+// loopbackHost reports whether a Host header names this machine's loopback interface.
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func splitRoles(s string) []string {
@@ -71,6 +98,11 @@ func LoadTokens(path string) (*Tokens, error) {
 		fields := strings.Fields(line)
 		if len(fields) != 4 {
 			return nil, fmt.Errorf("%s:%d: want \"TOKEN USER_ID PROJECT_ID ROLE[,ROLE…]\", got %d fields", path, n, len(fields))
+		}
+		for i, what := range []string{"user id", "project id", "roles"} {
+			if len(fields[i+1]) > climate.MaxNameLength {
+				return nil, fmt.Errorf("%s:%d: the %s is longer than %d characters", path, n, what, climate.MaxNameLength)
+			}
 		}
 		t.byDigest[sha256.Sum256([]byte(fields[0]))] = climate.Identity{UserID: fields[1], ProjectID: fields[2], Roles: splitRoles(fields[3])}
 	}

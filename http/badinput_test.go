@@ -317,6 +317,37 @@ func badCases() []badCase {
 		req("guest lists leases", "GET", "/v1/leases", "", asGuest, 403, "blazar:leases:get"),
 		req("guest gets lease", "GET", "/v1/leases/{{alease}}", "", asGuest, 403, "blazar:leases:get"),
 
+		// Counts, lengths and dates a client could use to size memory or overflow.
+		post("min and max beyond inventory", resWith(`{"min": 2147483647, "max": 2147483647}`), 409, "Not enough hosts available", "2147483647 requested, only 3 registered"),
+		post("dry run beyond inventory", leaseWith(`{"dry_run": true, "reservations": [`+patchJSON(validRes, `{"min": 2147483647, "max": 2147483647}`)+`]}`), 409, "only 3 registered"),
+		put("update max beyond inventory", `{"reservations": [{"id": "{{res}}", "min": 2147483647, "max": 2147483647}]}`, 409, "only 3 registered"),
+		post("too many reservations", leaseWith(`{"reservations": [`+strings.TrimSuffix(strings.Repeat(validRes+",", 101), ",")+`]}`), 400, "at most 100 reservations"),
+		post("query too long", resWith(`{"resource_properties": "`+strings.Repeat(" ", 70000)+`"}`), 400, "too long", "at most 65536"),
+		post("name with NUL", leaseWith(`{"name": "a\u0000b"}`), 400, "NUL"),
+		post("year 2200", leaseWith(`{"end_date": "2200-01-01 00:00"}`), 400, "out of range"),
+		post("year 9999", leaseWith(`{"end_date": "9999-12-31 23:59"}`), 400, "out of range"),
+		put("update year 9999", `{"end_date": "9999-12-31 23:59"}`, 400, "out of range"),
+		post("earliest duration overflow", leaseWith(`{"start_date": "earliest", "end_date": "<delete>", "duration": "2147483647d"}`), 400, "not a positive duration"),
+		post("earliest duration days and hours overflow", leaseWith(`{"start_date": "earliest", "end_date": "<delete>", "duration": "36500d2562047h"}`), 400, "not a positive duration"),
+		req("timeline beyond 292 years", "GET", "/v1/availability/timeline?from=0002-01-01%2000:00&to=9999-12-31%2023:59&step=1282h", "", nil, 400, "out of range"),
+		req("timeline too many buckets", "GET", "/v1/availability/timeline?from=1970-01-01%2000:00&to=2199-12-31%2023:59&step=1000h", "", nil, 400, "buckets requested; at most 2000"),
+		req("timeline step overflow", "GET", "/v1/availability/timeline?from=2026-11-22%2000:00&to=2026-11-23%2000:00&step=106751d", "", nil, 400, "not a positive duration"),
+		req("host name too long", "POST", "/v1/os-hosts", `{"name": "`+strings.Repeat("h", 2800)+`"}`, nil, 400, "name is too long", "at most 255"),
+		req("host hostname too long", "PUT", "/v1/os-hosts/1", `{"hypervisor_hostname": "`+strings.Repeat("h", 256)+`"}`, nil, 400, "hypervisor_hostname is too long"),
+		req("host zone too long", "POST", "/v1/os-hosts", `{"name": "h", "availability_zone": "`+strings.Repeat("z", 256)+`"}`, nil, 400, "availability_zone is too long"),
+		req("host extra value too long", "POST", "/v1/os-hosts", `{"name": "h", "rack": "`+strings.Repeat("r", 65537)+`"}`, nil, 400, "rack is too long"),
+		req("host vcpus beyond 32 bits", "POST", "/v1/os-hosts", `{"name": "h", "vcpus": 3000000000}`, nil, 400, "Malformed parameter vcpus"),
+		req("host name with NUL", "POST", "/v1/os-hosts", `{"name": "h\u0000"}`, nil, 400, "NUL"),
+		req("project id too long", "POST", "/v1/leases", validLease, map[string]string{"X-Project-Id": strings.Repeat("p", 256)}, 400, "X-Project-Id is too long"),
+
+		// Cross-site requests and DNS rebinding (noauth makes every caller an admin).
+		req("no content type", "POST", "/v1/os-hosts", `{"name": "h"}`, map[string]string{"Content-Type": ""}, 400, "Content-Type: application/json"),
+		req("update without content type", "PUT", "/v1/leases/{{lease}}", `{"name": "x"}`, map[string]string{"Content-Type": ""}, 400, "Content-Type"),
+		req("cross-site post", "POST", "/v1/os-hosts", `{"name": "h"}`, map[string]string{"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"}, 403, "Cross-origin request refused"),
+		req("foreign origin delete", "DELETE", "/v1/leases/{{lease}}", "", map[string]string{"Origin": "https://evil.example"}, 403, "Cross-origin"),
+		req("foreign host", "POST", "/v1/os-hosts", `{"name": "h"}`, map[string]string{"Host": "rebind.evil.example:1234"}, 403, "not a loopback address"),
+		req("foreign host read", "GET", "/v1/leases", "", map[string]string{"Host": "rebind.evil.example"}, 403, "not a loopback address"),
+
 		// Other projects' leases do not exist for a non-admin.
 		req("other project gets lease", "GET", "/v1/leases/{{alease}}", "", asBob, 404, "{{alease}}"),
 		req("other project updates lease", "PUT", "/v1/leases/{{alease}}", `{"name": "mine"}`, asBob, 404, "{{alease}}"),

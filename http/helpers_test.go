@@ -97,6 +97,10 @@ func (e *env) do(c call) response {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	for k, v := range c.header {
+		if k == "Host" {
+			req.Host = v // the client sends req.Host, not a Host header
+			continue
+		}
 		if v == "" {
 			req.Header.Del(k)
 		} else {

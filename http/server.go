@@ -29,12 +29,18 @@ type Server struct {
 	Availability climate.AvailabilityService
 	Auth         Authenticator
 	Logger       *slog.Logger
+	// CrossOrigin refuses state-changing requests that a browser sends from another
+	// site (CSRF); nil trusts no other origin.
+	CrossOrigin *http.CrossOriginProtection
 }
 
 // Handler returns the API's root handler.
 func (s *Server) Handler() http.Handler {
 	if s.Logger == nil {
 		s.Logger = slog.Default()
+	}
+	if s.CrossOrigin == nil {
+		s.CrossOrigin = http.NewCrossOriginProtection()
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/{$}", s.versions(false))
@@ -115,8 +121,8 @@ var requestIDPattern = regexp.MustCompile(`^req-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]
 
 var microversionPattern = regexp.MustCompile(`^[1-9]\d*\.([1-9]\d*|0)$`)
 
-// middleware adds the request id and version headers, enforces the body limit and JSON
-// content type, strips Blazar's optional ".json" suffix, logs, and turns panics into 500s.
+// middleware adds the request id and version headers, refuses cross-origin writes,
+// enforces the body limit and JSON content type, strips Blazar's optional ".json" suffix, logs, and turns panics into 500s.
 func (s *Server) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -141,12 +147,22 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 			s.writeErrorStatus(rec, r, err.status, err.msg)
 			return
 		}
-		if r.Body != nil && r.ContentLength != 0 && r.Method != http.MethodGet {
-			if ct := r.Header.Get("Content-Type"); ct != "" {
-				if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
-					s.writeError(rec, r, climate.Errorf(climate.CodeInvalid, "Content-Type %q is not supported: send application/json", ct))
-					return
-				}
+		if err := s.CrossOrigin.Check(r); err != nil {
+			// A web page in the operator's browser must not act with the browser's access.
+			s.writeError(rec, r, climate.Errorf(climate.CodeForbidden, "Cross-origin request refused (Origin %q): a web page on another site cannot change Climate's state", r.Header.Get("Origin")))
+			return
+		}
+		if r.Body != nil && r.ContentLength != 0 && r.Method != http.MethodGet && r.Method != http.MethodHead {
+			// Required, not only checked when present: a cross-site form or fetch can send
+			// a body without preflight only as text/plain, form data or no type at all.
+			ct := r.Header.Get("Content-Type")
+			if ct == "" {
+				s.writeError(rec, r, climate.Errorf(climate.CodeInvalid, "A request body needs the header Content-Type: application/json"))
+				return
+			}
+			if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+				s.writeError(rec, r, climate.Errorf(climate.CodeInvalid, "Content-Type %q is not supported: send application/json", ct))
+				return
 			}
 		}
 		r.Body = http.MaxBytesReader(rec, r.Body, MaxBodyBytes)

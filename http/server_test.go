@@ -40,7 +40,6 @@ func TestAccepted(t *testing.T) {
 		{"client request id", call{method: "GET", path: "/v1/leases", header: map[string]string{"X-OpenStack-Request-ID": "req-6ee55c78-0000-4000-8000-000000000000"}}, 200},
 		{"bad client request id", call{method: "GET", path: "/v1/leases", header: map[string]string{"X-OpenStack-Request-ID": "not-a-request-id"}}, 200},
 		{"json with charset", call{method: "PUT", path: "/v1/leases/{{lease}}", body: `{"name": "a"}`, header: map[string]string{"Content-Type": "application/json; charset=utf-8"}}, 200},
-		{"no content type", call{method: "PUT", path: "/v1/leases/{{lease}}", body: `{"name": "b"}`, header: map[string]string{"Content-Type": ""}}, 200},
 		{"empty lease update", call{method: "PUT", path: "/v1/leases/{{lease}}", body: `{}`}, 200},
 		{"int-like strings", call{method: "PUT", path: "/v1/leases/{{lease}}", body: `{"reservations": [{"id": "{{res}}", "min": "1", "max": " 1 "}]}`}, 200},
 		{"detail false", call{method: "GET", path: "/v1/os-hosts/properties?detail=False&all=0"}, 200},

@@ -190,6 +190,11 @@ func (o object) date(key string) (climate.Date, error) {
 		return climate.Date{}, climate.Errorf(climate.CodeInvalid,
 			"%s is an invalid date. Required format: %%Y-%%m-%%d %%H:%%M (also accepted: %%Y-%%m-%%d %%H:%%M:%%S, RFC 3339, \"now\")", *s)
 	}
+	if !d.Now && !d.Earliest {
+		if err := climate.CheckDate(key, d.Time); err != nil {
+			return climate.Date{}, err
+		}
+	}
 	return d, nil
 }
 

@@ -132,8 +132,8 @@ func (m *Manager) Timeline(ctx context.Context, who climate.Identity, q climate.
 	if q.Step <= 0 {
 		return nil, invalid("step must be positive (e.g. 1h, 1d)")
 	}
-	if n := q.To.Sub(q.From) / q.Step; n >= maxBuckets {
-		return nil, invalid("%d buckets requested; at most %d: use a larger step", n+1, maxBuckets)
+	if n := plan.Buckets(q.From, q.To, q.Step); n > maxBuckets {
+		return nil, invalid("%d buckets requested; at most %d: use a larger step", n, maxBuckets)
 	}
 	out := &climate.Timeline{}
 	err := m.view(ctx, func(a *availability) error {

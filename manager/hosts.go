@@ -28,6 +28,9 @@ func (m *Manager) CreateHost(ctx context.Context, who climate.Identity, fields m
 	if name == "" {
 		return nil, invalid("Missing parameter name")
 	}
+	if err := climate.CheckText("name", name, climate.MaxNameLength); err != nil {
+		return nil, err
+	}
 	now := m.now()
 	h := &climate.Host{HypervisorHostname: name, ServiceName: name, Reservable: true, Extra: map[string]string{}, CreatedAt: now}
 	rest := make(map[string]string, len(fields))
@@ -50,6 +53,9 @@ func (m *Manager) CreateHost(ctx context.Context, who climate.Identity, fields m
 // extra capabilities.
 func applyHostFields(h *climate.Host, fields map[string]string) error {
 	for k, v := range fields {
+		if err := checkHostField(k, v); err != nil {
+			return err
+		}
 		var err error
 		switch k {
 		case "vcpus":
@@ -96,6 +102,16 @@ func applyHostFields(h *climate.Host, fields map[string]string) error {
 	return nil
 }
 
+// checkHostField bounds a host field's text: names are indexed or shown in tables, the
+// rest is free text.
+func checkHostField(k, v string) error {
+	switch k {
+	case "name", "hypervisor_hostname", "service_name", "availability_zone":
+		return climate.CheckText(k, v, climate.MaxNameLength)
+	}
+	return climate.CheckText(k, v, climate.MaxTextLength)
+}
+
 func validCapabilityName(k string) bool {
 	if k == "" || !utf8.ValidString(k) {
 		return false
@@ -110,8 +126,8 @@ func validCapabilityName(k string) bool {
 
 func nonNegativeInt(name, v string) (int, error) {
 	n, err := strconv.Atoi(strings.TrimSpace(v))
-	if err != nil || n < 0 {
-		return 0, invalid("Malformed parameter %s: %q is not a non-negative integer", name, v)
+	if err != nil || n < 0 || n > climate.MaxCount {
+		return 0, invalid("Malformed parameter %s: %q is not an integer from 0 to %d", name, v, climate.MaxCount)
 	}
 	return n, nil
 }

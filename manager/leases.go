@@ -87,8 +87,11 @@ func (m *Manager) CreateLease(ctx context.Context, who climate.Identity, req cli
 	if req.Name == "" {
 		return nil, invalid("Missing parameter name")
 	}
-	if len([]rune(req.Name)) > maxLeaseName {
-		return nil, invalid("Lease name is too long: %d characters at most", maxLeaseName)
+	if err := climate.CheckText("Lease name", req.Name, maxLeaseName); err != nil {
+		return nil, err
+	}
+	if len(req.Reservations) > climate.MaxReservations {
+		return nil, invalid("A lease has at most %d reservations; %d were given", climate.MaxReservations, len(req.Reservations))
 	}
 	if !req.Start.IsSet() {
 		return nil, invalid("Missing parameter start_date")
@@ -222,6 +225,9 @@ func validateHostReservation(r *climate.Reservation) error {
 		return invalid("Malformed parameter before_end: %q (expected \"\", \"default\" or \"snapshot\")", r.BeforeEnd)
 	}
 	for _, s := range []string{r.HypervisorProperties, r.ResourceProperties} {
+		if err := climate.CheckText("A property query", s, climate.MaxTextLength); err != nil {
+			return err
+		}
 		if _, err := query.Parse(s); err != nil {
 			return err
 		}
@@ -419,8 +425,8 @@ func (m *Manager) UpdateLease(ctx context.Context, who climate.Identity, id stri
 		if *u.Name == "" {
 			return nil, invalid("Lease name must not be empty")
 		}
-		if len([]rune(*u.Name)) > maxLeaseName {
-			return nil, invalid("Lease name is too long: %d characters at most", maxLeaseName)
+		if err := climate.CheckText("Lease name", *u.Name, maxLeaseName); err != nil {
+			return nil, err
 		}
 		l.Name = *u.Name
 	}

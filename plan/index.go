@@ -212,8 +212,13 @@ func (x *Index) PlaceHosts(r HostRequest) ([]string, Explanation, error) {
 	if n, ok := x.leases[r.Lease]; ok && r.Lease != "" {
 		skip = n
 	}
-	cands := x.candidates(&r)
 	ex := Explanation{Requested: r.Min, Registered: len(x.hosts)}
+	if r.Min > len(x.hosts) {
+		// Answered before any work: a client's number must not size the search.
+		return nil, ex, climate.Errorf(climate.CodeConflict, "Not enough hosts available: %d requested, only %d registered.", r.Min, len(x.hosts))
+	}
+	r.Max = min(r.Max, len(x.hosts)) // no more can be chosen; bounds what is allocated below
+	cands := x.candidates(&r)
 
 	chosen := make([]string, 0, r.Max)
 	taken := len(r.Prefer) > 0

@@ -163,15 +163,31 @@ type Bucket struct {
 	Free       int // matching hosts free for the whole bucket
 }
 
+// maxTimelineBuckets is a backstop for callers that do not bound a timeline themselves.
+const maxTimelineBuckets = 1 << 20
+
+// Buckets returns how many buckets of width step cover [from, to): the last one may be
+// shorter. It counts in Unix microseconds: to.Sub(from) saturates at 292 years, and a
+// count derived from it let a 68,363-bucket range pass a 2,000-bucket limit.
+func Buckets(from, to time.Time, step time.Duration) int64 {
+	f, t, st := from.UnixMicro(), to.UnixMicro(), step.Microseconds()
+	if st <= 0 || t <= f {
+		return 0
+	}
+	span := t - f
+	return span/st + min(span%st, 1)
+}
+
 // Timeline counts, for each bucket of width step in [from, to), the matching reservable
 // hosts free for the whole bucket. It also returns how many hosts match the filter.
 func (x *Index) Timeline(match func(*climate.Host) bool, filterKey string, from, to time.Time, step time.Duration) ([]Bucket, int) {
 	cands := x.candidates(&HostRequest{Match: match, FilterKey: filterKey})
 	f, st := from.UnixMicro(), step.Microseconds()
-	n := int((to.UnixMicro() - f + st - 1) / st)
-	if n <= 0 || st <= 0 {
+	n64 := Buckets(from, to, step)
+	if n64 <= 0 || n64 > maxTimelineBuckets {
 		return nil, len(cands)
 	}
+	n := int(n64)
 	diff := make([]int, n+1) // busy hosts per bucket, as a difference array
 	for _, p := range cands {
 		b := x.busy[p]

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -58,6 +59,9 @@ func dsn(path string, write bool) string {
 
 // Open opens (creating it if needed) the database at path and applies pending migrations.
 func Open(ctx context.Context, path string) (*Store, error) {
+	if err := createPrivate(path); err != nil {
+		return nil, err
+	}
 	w, err := sql.Open("sqlite", dsn(path, true))
 	if err != nil {
 		return nil, err
@@ -76,6 +80,20 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// createPrivate creates the database file readable by its owner only, unless it exists.
+// SQLite gives its -wal and -shm files the database file's permissions, so they follow;
+// left to SQLite, all three would be created 0644 and readable by every local user.
+func createPrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 // Close closes the database.

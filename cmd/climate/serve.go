@@ -35,9 +35,13 @@ type serveOptions struct {
 	database   string
 	auth       string
 	tokensFile string
-	role       string
-	beforeEnd  time.Duration
-	logLevel   string
+	// readableTokens accepts a tokens file that others than its owner may read.
+	readableTokens bool
+	// trustedOrigins are web origins allowed to send state-changing requests.
+	trustedOrigins []string
+	role           string
+	beforeEnd      time.Duration
+	logLevel       string
 	// claimTTL is how long an engine's claim on due events lasts before another replica
 	// may take them over (engine.Config.ClaimTTL); hidden, for tests of takeover.
 	claimTTL time.Duration
@@ -80,7 +84,9 @@ token to a user, a project and roles.`,
 	f.StringVar(&o.dataDir, "data-dir", defaultDataDir(), "directory holding the SQLite database (climate.db)")
 	addDatabaseFlag(f, &o.database)
 	f.StringVar(&o.auth, "auth", "noauth", "authentication: noauth (identity headers, loopback only) or tokens")
-	f.StringVar(&o.tokensFile, "tokens-file", "", "file mapping tokens to user, project and roles (with --auth tokens)")
+	f.StringVar(&o.tokensFile, "tokens-file", "", "file mapping tokens to user, project and roles (with --auth tokens); must be readable by its owner only (chmod 600)")
+	f.BoolVar(&o.readableTokens, "allow-readable-tokens-file", false, "accept a tokens file that group or others may read")
+	f.StringSliceVar(&o.trustedOrigins, "trusted-origin", nil, "web origin (scheme://host[:port]) whose pages may send state-changing requests, e.g. a dashboard on another port; repeatable")
 	f.StringVar(&o.role, "role", "all", "what this process runs: all, api (REST API only) or engine (events only)")
 	f.DurationVar(&o.beforeEnd, "before-end", manager.DefaultBeforeEnd, "default time before a lease's end when before_end_lease fires (0 = no such event)")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
@@ -189,10 +195,38 @@ func authenticator(o *serveOptions) (climatehttp.Authenticator, error) {
 		if o.tokensFile == "" {
 			return nil, errors.New("--auth tokens needs --tokens-file FILE (lines of \"TOKEN USER_ID PROJECT_ID ROLES\")")
 		}
+		if err := checkPrivate(o.tokensFile, o.readableTokens); err != nil {
+			return nil, err
+		}
 		return climatehttp.LoadTokens(o.tokensFile)
 	default:
 		return nil, fmt.Errorf("--auth %q: want noauth or tokens", o.auth)
 	}
+}
+
+// checkPrivate refuses a secrets file that group or others may read, as ssh does with
+// keys, unless allowed.
+func checkPrivate(path string, allowed bool) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 && !allowed {
+		return fmt.Errorf("%s holds secrets but is %v (readable by others than its owner): run chmod 600 %s, or pass --allow-readable-tokens-file", path, perm, path)
+	}
+	return nil
+}
+
+// crossOrigin builds the check that refuses state-changing requests from web pages of
+// other origins, trusting those given.
+func crossOrigin(trusted []string) (*http.CrossOriginProtection, error) {
+	c := http.NewCrossOriginProtection()
+	for _, o := range trusted {
+		if err := c.AddTrustedOrigin(o); err != nil {
+			return nil, fmt.Errorf("--trusted-origin %q: %v", o, err)
+		}
+	}
+	return c, nil
 }
 
 func isLoopback(host string) bool {
@@ -219,8 +253,12 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 		return fmt.Errorf("--claim-ttl %s: must not be negative", o.claimTTL)
 	}
 	var auth climatehttp.Authenticator
+	var origins *http.CrossOriginProtection
 	if runAPI {
 		if auth, err = authenticator(o); err != nil {
+			return err
+		}
+		if origins, err = crossOrigin(o.trustedOrigins); err != nil {
 			return err
 		}
 	}
@@ -229,6 +267,9 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 		return err
 	}
 	defer st.Close()
+	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 { // SQLite; Climate creates it 0600
+		log.Warn("the database is readable by others than its owner: run chmod 600 on it and its -wal and -shm files", "path", path, "mode", fi.Mode().Perm())
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
@@ -273,7 +314,7 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 		if err != nil {
 			return err
 		}
-		api := &climatehttp.Server{Leases: mgr, Hosts: mgr, Availability: mgr, Auth: auth, Logger: log}
+		api := &climatehttp.Server{Leases: mgr, Hosts: mgr, Availability: mgr, Auth: auth, Logger: log, CrossOrigin: origins}
 		srv = &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
 		fmt.Fprintf(stdout, "Climate %s listening on http://%s (auth: %s, role: %s)\n", version, ln.Addr(), o.auth, o.role)
 		wg.Add(1)

@@ -108,11 +108,17 @@ func TestServePrintsAddressAndDataAndStopsCleanly(t *testing.T) {
 }
 
 func TestServeRefusesUnsafeSettings(t *testing.T) {
+	readable := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(readable, []byte("admin-token root ops admin\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		o    serveOptions
 		want string
 	}{
 		{serveOptions{listen: "0.0.0.0:0", auth: "noauth", role: "all"}, "refusing to listen on 0.0.0.0:0 without authentication"},
+		{serveOptions{listen: "127.0.0.1:0", auth: "tokens", tokensFile: readable, role: "all"}, "readable by others than its owner): run chmod 600 " + readable},
+		{serveOptions{listen: "127.0.0.1:0", auth: "noauth", role: "all", trustedOrigins: []string{"not an origin"}}, `--trusted-origin "not an origin"`},
 		{serveOptions{listen: "[::]:0", auth: "noauth", role: "all"}, "without authentication"},
 		{serveOptions{listen: "127.0.0.1:0", auth: "tokens", role: "all"}, "--auth tokens needs --tokens-file"},
 		{serveOptions{listen: "127.0.0.1:0", auth: "kerberos", role: "all"}, `--auth "kerberos"`},

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"climate"
 )
 
 // Wire date formats. Lease dates and event times go out as oslo's PERFECT_TIME_FORMAT
@@ -27,7 +29,7 @@ func ParseTime(s string) (time.Time, error) {
 }
 
 // ParseDuration reads a duration such as "90m", "4h", "2d" or "1d12h" (Go's syntax plus
-// days). It accepts only positive durations.
+// days). It accepts only positive durations up to climate.MaxDuration.
 func ParseDuration(s string) (time.Duration, bool) {
 	s = strings.TrimSpace(s)
 	var days int64
@@ -45,8 +47,13 @@ func ParseDuration(s string) (time.Duration, bool) {
 			return 0, false
 		}
 	}
+	// Days are bounded before multiplying, so that no input overflows into a small or
+	// negative value.
+	if days > int64(climate.MaxDuration/(24*time.Hour)) || rest > climate.MaxDuration {
+		return 0, false
+	}
 	d := time.Duration(days)*24*time.Hour + rest
-	return d, d > 0
+	return d, d > 0 && d <= climate.MaxDuration
 }
 
 // Lease is a lease as the API returns it.
