@@ -56,8 +56,12 @@ func (x *Index) EarliestSlots(r SlotRequest) []Slot {
 	if r.Count <= 0 || length <= 0 || last < after {
 		return nil
 	}
+	cands := x.candidates(&HostRequest{Match: r.Match, FilterKey: r.FilterKey})
+	if r.Count > len(cands) {
+		return nil // never enough, whatever the window: no sweep over every booking
+	}
 	var h slotHeap
-	for _, p := range x.candidates(&HostRequest{Match: r.Match, FilterKey: r.FilterKey}) {
+	for _, p := range cands {
 		it := &goodStarts{busy: x.busy[p], length: length, last: last, cur: after}
 		it.i = sort.Search(len(it.busy), func(i int) bool { return it.busy[i].end > after })
 		if it.next() {
