@@ -67,7 +67,7 @@ func (p *params) time(key string) time.Time {
 		return time.Time{}
 	}
 	d, ok := parseDate(s)
-	if !ok || d.Earliest || d.Time.Year() < 2 {
+	if !ok || d.Earliest || (!d.Now && d.Time.Year() < 2) {
 		p.err = climate.Errorf(climate.CodeInvalid, "Query parameter %s=%q is an invalid date. Required format: %%Y-%%m-%%d %%H:%%M (also accepted: %%Y-%%m-%%d %%H:%%M:%%S, RFC 3339, \"now\")", key, s)
 		return time.Time{}
 	}

@@ -116,33 +116,39 @@ var errHeadDone = errors.New("HEAD: no body")
 // writeError is an error writing to the client: it went away.
 type writeError struct{ error }
 
-// writeList writes a listBody. The status waits for the first item, so an error before it
-// (a bad marker, a failed first read) is an ordinary error answer. An error after it can
-// no longer change the status: the connection is then aborted without the closing "]}",
-// so the client sees a truncated answer rather than a short list that looks complete.
-func (s *Server) writeList(w http.ResponseWriter, r *http.Request, lb *listBody) {
-	out := bufio.NewWriterSize(w, 32<<10)
-	started := false
-	start := func() error {
-		started = true
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusOK)
-		if r.Method == http.MethodHead {
-			return errHeadDone
-		}
-		_, err := out.WriteString(`{"` + lb.key + `":[`)
-		return err
+// headerOnWrite sends the status (200) with the first bytes of the body, so that until then
+// an error can still be answered as one.
+type headerOnWrite struct {
+	w    http.ResponseWriter
+	sent bool
+}
+
+func (h *headerOnWrite) Write(b []byte) (int, error) {
+	if !h.sent {
+		h.sent = true
+		h.w.Header().Set("Content-Type", "application/json")
+		h.w.WriteHeader(http.StatusOK)
 	}
+	return h.w.Write(b)
+}
+
+// writeList writes a listBody through a 32 KiB buffer. The status goes with the first
+// buffer sent, so an error before it (a bad marker, a failed first read) is an ordinary
+// error answer. An error after it can no longer change the status: the connection is then
+// aborted before the closing "]}", so the client sees a truncated answer, not a short list
+// that looks complete.
+func (s *Server) writeList(w http.ResponseWriter, r *http.Request, lb *listBody) {
+	hw := &headerOnWrite{w: w}
+	out := bufio.NewWriterSize(hw, 32<<10)
+	out.WriteString(`{"` + lb.key + `":[`)
 	n := 0
 	err := lb.read(func(item any) error {
+		if r.Method == http.MethodHead {
+			return errHeadDone // the listing works: that is all HEAD asks
+		}
 		b, err := json.Marshal(item)
 		if err != nil {
 			return err
-		}
-		if !started {
-			if err := start(); err != nil {
-				return err
-			}
 		}
 		if n > 0 {
 			out.WriteByte(',')
@@ -153,19 +159,19 @@ func (s *Server) writeList(w http.ResponseWriter, r *http.Request, lb *listBody)
 		}
 		return nil
 	})
-	if err == nil && !started {
-		err = start()
-	}
-	if err == nil {
+	switch {
+	case (err == nil || errors.Is(err, errHeadDone)) && r.Method == http.MethodHead:
+		hw.Write(nil)
+		return
+	case err == nil:
 		out.WriteString("]}")
-		if err = out.Flush(); err != nil {
-			err = writeError{err}
+		if err = out.Flush(); err == nil {
+			return
 		}
+		err = writeError{err}
 	}
 	switch {
-	case err == nil || errors.Is(err, errHeadDone):
-		return
-	case !started:
+	case !hw.sent:
 		s.writeError(w, r, err)
 		return
 	case errors.As(err, new(writeError)):

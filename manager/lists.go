@@ -64,7 +64,7 @@ func (m *Manager) ListLeases(ctx context.Context, who climate.Identity, q climat
 	left := q.Limit
 	for {
 		f.Limit = listBatch
-		if q.Limit > 0 && left+1 < listBatch {
+		if q.Limit > 0 && left <= listBatch {
 			f.Limit = left + 1 // one more than passed tells whether more follow
 		}
 		var batch []climate.Lease
