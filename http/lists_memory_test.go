@@ -19,9 +19,9 @@ import (
 	"climate/sqlite"
 )
 
-// heapProbe is a ResponseWriter that discards the body and, every `every` bytes of it,
-// measures the live heap (after a collection) while the bytes just written are still
-// referenced.
+// heapProbe is a ResponseWriter that discards the body and, at its first write and every
+// `every` bytes, measures the live heap (after a collection) while the bytes just written
+// are still referenced.
 type heapProbe struct {
 	header                  http.Header
 	status                  int
@@ -36,8 +36,9 @@ func (p *heapProbe) Write(b []byte) (int, error) {
 	if p.status == 0 {
 		p.status = http.StatusOK
 	}
+	first := p.bytes == 0
 	p.bytes, p.unsampled = p.bytes+len(b), p.unsampled+len(b)
-	if p.unsampled >= p.every {
+	if first || p.unsampled >= p.every {
 		p.peak, p.unsampled = max(p.peak, liveHeap()), 0
 	}
 	runtime.KeepAlive(b)

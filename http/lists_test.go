@@ -225,10 +225,24 @@ func TestListLeasesPages(t *testing.T) {
 }
 
 // TestListLimitClamped checks that a limit above the maximum page is clamped to it, and
-// the next link says so.
+// the next link says so; and that pages and the whole list cross the manager's batches of
+// 500 leases without losing or repeating one.
 func TestListLimitClamped(t *testing.T) {
 	e := newEnv(t, nil)
 	e.addLeases(climatehttp.MaxLimit+1, "physics", climate.LeasePending, t0)
+	whole := e.getPage("/v1/leases", "leases", "id", nil)
+	seen := map[string]bool{}
+	for _, id := range whole.ids {
+		seen[id] = true
+	}
+	if len(whole.ids) != climatehttp.MaxLimit+1 || len(seen) != len(whole.ids) {
+		t.Fatalf("whole list: %d leases, %d distinct; want %d", len(whole.ids), len(seen), climatehttp.MaxLimit+1)
+	}
+	for _, limit := range []int{499, 500, 501} {
+		if ids, _ := e.walk(fmt.Sprintf("/v1/leases?limit=%d", limit), "leases", "id", limit, nil); !reflect.DeepEqual(ids, whole.ids) {
+			t.Errorf("pages of %d: %d leases, not the whole list's", limit, len(ids))
+		}
+	}
 	first := e.getPage("/v1/leases?limit=5000", "leases", "id", nil)
 	if len(first.ids) != climatehttp.MaxLimit || !strings.Contains(first.next, fmt.Sprintf("limit=%d&", climatehttp.MaxLimit)) {
 		t.Fatalf("limit=5000: %d leases, next %q; want %d and a next link with limit=%d", len(first.ids), first.next, climatehttp.MaxLimit, climatehttp.MaxLimit)
