@@ -174,7 +174,7 @@ func (s *Server) writeList(w http.ResponseWriter, r *http.Request, lb *listBody)
 	case !hw.sent:
 		s.writeError(w, r, err)
 		return
-	case errors.As(err, new(writeError)):
+	case errors.As(err, new(writeError)) || r.Context().Err() != nil:
 		s.Logger.Info("list not sent: the client went away", "path", r.URL.Path, "err", err)
 	default:
 		s.Logger.Error("list cut short", "path", r.URL.Path, "err", err)

@@ -29,7 +29,7 @@ func (m *Manager) ListLeases(ctx context.Context, who climate.Identity, q climat
 	f := climate.LeaseFilter{ProjectID: q.ProjectID, Name: q.Name, Statuses: q.Statuses}
 	if !who.IsAdmin() {
 		if q.ProjectID != "" && q.ProjectID != who.ProjectID {
-			return false, climate.Errorf(climate.CodeForbidden, "Only admins may list the leases of another project than their own")
+			return false, climate.Errorf(climate.CodeForbidden, "Only admins may list the leases of another project")
 		}
 		f.ProjectID = who.ProjectID
 	}
