@@ -9,7 +9,12 @@ import (
 type LeaseService interface {
 	CreateLease(ctx context.Context, who Identity, req LeaseRequest) (*Lease, error)
 	GetLease(ctx context.Context, who Identity, id string) (*Lease, error)
-	ListLeases(ctx context.Context, who Identity) ([]Lease, error)
+	// ListLeases passes the leases the caller may see that match q to fn, in list order
+	// (creation time, then id), in batches that are each read in their own transaction, so
+	// memory does not grow with the number of leases. more reports that leases remain after
+	// the q.Limit passed. An error before fn's first call is the query's (bad marker,
+	// forbidden); fn's error stops the listing and is returned.
+	ListLeases(ctx context.Context, who Identity, q LeaseQuery, fn func([]Lease) error) (more bool, err error)
 	UpdateLease(ctx context.Context, who Identity, id string, u LeaseUpdate) (*Lease, error)
 	DeleteLease(ctx context.Context, who Identity, id string) error
 }
@@ -23,8 +28,9 @@ type HostService interface {
 	ListHosts(ctx context.Context, who Identity) ([]Host, error)
 	UpdateHost(ctx context.Context, who Identity, id string, fields map[string]string) (*Host, error)
 	DeleteHost(ctx context.Context, who Identity, id string) error
-	// HostAllocations lists, per host (or for hostID only), the reservations holding it.
-	HostAllocations(ctx context.Context, who Identity, hostID string, q AllocationQuery) ([]HostAllocation, error)
+	// HostAllocations passes, for every host in list order (or for q.HostID only), the
+	// reservations holding it to fn, in batches of hosts, paged as ListLeases pages leases.
+	HostAllocations(ctx context.Context, who Identity, q AllocationQuery, fn func([]HostAllocation) error) (more bool, err error)
 	ListHostProperties(ctx context.Context, who Identity, all bool) ([]PropertyInfo, error)
 	SetHostPropertyPrivate(ctx context.Context, who Identity, name string, private bool) (*ResourceProperty, error)
 }
@@ -124,10 +130,23 @@ type AllocatedReservation struct {
 	Start, End  time.Time
 }
 
-// AllocationQuery filters host allocations; with neither field set only allocations that
-// are current or in the future are listed (Blazar's behaviour).
+// AllocationQuery selects and pages host allocations. Without LeaseID, ReservationID or
+// From, only allocations that are current or in the future are listed (Blazar's behaviour).
 type AllocationQuery struct {
+	HostID                 string // this host only (unknown: not found)
 	LeaseID, ReservationID string
+	From, To               time.Time // allocations overlapping [From, To); zero To: unbounded
+	Marker                 string    // a host id: the list starts after this host
+	Limit                  int       // at most this many hosts; 0: all
+}
+
+// LeaseQuery selects and pages the leases a caller lists; zero fields match everything.
+type LeaseQuery struct {
+	ProjectID string        // one project's leases: admins any, others only their own
+	Name      string        // exact name
+	Statuses  []LeaseStatus // any of these
+	Marker    string        // a lease id: the list starts after this lease
+	Limit     int           // at most this many leases; 0: all
 }
 
 // PropertyInfo describes a host property for the properties listing.

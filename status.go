@@ -16,6 +16,10 @@ const (
 	LeaseDeleting    LeaseStatus = "DELETING"
 )
 
+// LeaseStatuses lists every lease status.
+var LeaseStatuses = []LeaseStatus{LeasePending, LeaseActive, LeaseTerminated, LeaseError, LeaseCreating,
+	LeaseStarting, LeaseUpdating, LeaseTerminating, LeaseDeleting}
+
 // nextLeaseStatuses is Blazar's NEXT_STATUSES table.
 var nextLeaseStatuses = map[LeaseStatus][]LeaseStatus{
 	LeasePending:     {LeaseStarting, LeaseUpdating, LeaseDeleting},

@@ -22,7 +22,8 @@ type Store interface {
 type Tx interface {
 	// GetLease returns a lease with its reservations (each with its allocations) and events.
 	GetLease(ctx context.Context, id string) (*Lease, error)
-	// ListLeases returns leases (with children) matching f, ordered by creation time then id.
+	// ListLeases returns leases (with children) matching f, ordered by creation time then id
+	// (list order), at most f.Limit of them when it is set.
 	ListLeases(ctx context.Context, f LeaseFilter) ([]Lease, error)
 	// InsertLease writes a lease with its reservations, their allocations and its events.
 	// Children take their lease and reservation ids from the structs that contain them.
@@ -72,6 +73,13 @@ type Tx interface {
 // LeaseFilter selects leases. Zero fields match everything.
 type LeaseFilter struct {
 	ProjectID string
+	Name      string
+	Statuses  []LeaseStatus // any of these
+	// After keeps the leases after this one in list order: a keyset position (its
+	// CreatedAt and ID), so the lease need not exist any more.
+	After *Lease
+	// Limit is the most leases returned; 0 means no limit.
+	Limit int
 }
 
 // AllocationFilter selects allocations. Zero fields match everything.

@@ -8,15 +8,20 @@ import (
 )
 
 func (s *Server) listLeases(r *http.Request, who climate.Identity) (int, any, error) {
-	leases, err := s.Leases.ListLeases(r.Context(), who)
+	q, err := leaseQueryOf(r)
 	if err != nil {
 		return 0, nil, err
 	}
-	out := make([]leaseJSON, 0, len(leases))
-	for i := range leases {
-		out = append(out, toLeaseJSON(&leases[i]))
-	}
-	return http.StatusOK, map[string]any{"leases": out}, nil
+	return list(r, "leases", q.Limit, func(emit func(any, string) error) (bool, error) {
+		return s.Leases.ListLeases(r.Context(), who, q, func(batch []climate.Lease) error {
+			for i := range batch {
+				if err := emit(toLeaseJSON(&batch[i]), batch[i].ID); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
 }
 
 func (s *Server) createLease(r *http.Request, who climate.Identity) (int, any, error) {
@@ -141,32 +146,41 @@ func toAllocationJSON(a climate.HostAllocation) allocationJSON {
 	return out
 }
 
-func allocationQuery(r *http.Request) climate.AllocationQuery {
-	q := r.URL.Query()
-	return climate.AllocationQuery{LeaseID: q.Get("lease_id"), ReservationID: q.Get("reservation_id")}
-}
-
 func (s *Server) listAllocations(r *http.Request, who climate.Identity) (int, any, error) {
-	allocs, err := s.Hosts.HostAllocations(r.Context(), who, "", allocationQuery(r))
+	q, err := allocationQueryOf(r)
 	if err != nil {
 		return 0, nil, err
 	}
-	out := make([]allocationJSON, 0, len(allocs))
-	for _, a := range allocs {
-		out = append(out, toAllocationJSON(a))
-	}
-	return http.StatusOK, map[string]any{"allocations": out}, nil
+	return list(r, "allocations", q.Limit, func(emit func(any, string) error) (bool, error) {
+		return s.Hosts.HostAllocations(r.Context(), who, q, func(batch []climate.HostAllocation) error {
+			for _, a := range batch {
+				if err := emit(toAllocationJSON(a), a.HostID); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
 }
 
 func (s *Server) getAllocation(r *http.Request, who climate.Identity) (int, any, error) {
-	allocs, err := s.Hosts.HostAllocations(r.Context(), who, r.PathValue("id"), allocationQuery(r))
+	q, err := allocationQueryOf(r)
 	if err != nil {
 		return 0, nil, err
 	}
-	if len(allocs) != 1 {
+	q.HostID, q.Marker, q.Limit = r.PathValue("id"), "", 0
+	var found []climate.HostAllocation
+	_, err = s.Hosts.HostAllocations(r.Context(), who, q, func(batch []climate.HostAllocation) error {
+		found = append(found, batch...)
+		return nil
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	if len(found) != 1 {
 		return 0, nil, climate.Errorf(climate.CodeNotFound, "Object with {'host_id': '%s'} not found", r.PathValue("id"))
 	}
-	return http.StatusOK, map[string]any{"allocation": toAllocationJSON(allocs[0])}, nil
+	return http.StatusOK, map[string]any{"allocation": toAllocationJSON(found[0])}, nil
 }
 
 // truthy reads Blazar's query flags (?detail=True); unlike Blazar, "False" and "0" are false.

@@ -41,9 +41,10 @@ var (
 
 // env is a Climate API on a real HTTP server over a real SQLite store and a fake clock.
 type env struct {
-	t   testing.TB
-	url string
-	clk *clock.Fake
+	t     testing.TB
+	url   string
+	clk   *clock.Fake
+	store *sqlite.Store
 }
 
 func newEnv(t testing.TB, auth climatehttp.Authenticator) *env {
@@ -62,7 +63,7 @@ func newEnv(t testing.TB, auth climatehttp.Authenticator) *env {
 	api := &climatehttp.Server{Leases: mgr, Hosts: mgr, Availability: mgr, Auth: auth, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close) // runs before store.Close
-	return &env{t: t, url: srv.URL, clk: clk}
+	return &env{t: t, url: srv.URL, clk: clk, store: store}
 }
 
 // call is one HTTP request. A body is sent as application/json unless header sets a

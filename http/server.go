@@ -113,6 +113,10 @@ func (s *Server) methods(byMethod map[string]handler) http.Handler {
 			s.writeError(w, r, err)
 			return
 		}
+		if lb, ok := body.(*listBody); ok {
+			s.writeList(w, r, lb)
+			return
+		}
 		writeJSON(w, status, body)
 	})
 }
@@ -137,6 +141,9 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		defer func() {
 			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler { // a list cut short (writeList)
+					panic(p)
+				}
 				s.Logger.Error("panic serving request", "request_id", reqID, "panic", p)
 				s.writeError(rec, r, &climate.Error{Code: climate.CodeInternal, Err: fmt.Errorf("panic: %v", p)})
 			}

@@ -118,8 +118,8 @@ type failing struct {
 	climate.HostService
 }
 
-func (failing) ListLeases(context.Context, climate.Identity) ([]climate.Lease, error) {
-	return nil, errors.New("database is locked: /var/lib/secret.db")
+func (failing) ListLeases(context.Context, climate.Identity, climate.LeaseQuery, func([]climate.Lease) error) (bool, error) {
+	return false, errors.New("database is locked: /var/lib/secret.db")
 }
 
 // TestInternalErrors checks that internal errors and panics become a 500 in Blazar's

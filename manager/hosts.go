@@ -267,50 +267,6 @@ func (m *Manager) DeleteHost(ctx context.Context, who climate.Identity, id strin
 	})
 }
 
-// HostAllocations returns, for every host (or just hostID when set), the reservations
-// holding it (admins only).
-func (m *Manager) HostAllocations(ctx context.Context, who climate.Identity, hostID string, q climate.AllocationQuery) ([]climate.HostAllocation, error) {
-	if err := requireAdmin(who, "blazar:oshosts:get_allocations"); err != nil {
-		return nil, err
-	}
-	var out []climate.HostAllocation
-	err := m.store.View(ctx, func(tx climate.Tx) error {
-		var hosts []climate.Host
-		if hostID != "" {
-			h, err := tx.GetHost(ctx, hostID)
-			if err != nil {
-				return err
-			}
-			hosts = []climate.Host{*h}
-		} else {
-			var err error
-			if hosts, err = tx.ListHosts(ctx); err != nil {
-				return err
-			}
-		}
-		f := climate.AllocationFilter{LeaseID: q.LeaseID, ReservationID: q.ReservationID}
-		if hostID != "" {
-			f.ResourceIDs = []string{hostID}
-		}
-		if q.LeaseID == "" && q.ReservationID == "" {
-			f.From = m.now()
-		}
-		allocs, err := tx.ListAllocations(ctx, f)
-		if err != nil {
-			return err
-		}
-		byHost := map[string][]climate.AllocatedReservation{}
-		for _, a := range allocs {
-			byHost[a.ResourceID] = append(byHost[a.ResourceID], climate.AllocatedReservation{ID: a.ReservationID, LeaseID: a.LeaseID, Start: a.Start, End: a.End})
-		}
-		for _, h := range hosts {
-			out = append(out, climate.HostAllocation{HostID: h.ID, Reservations: byHost[h.ID]})
-		}
-		return nil
-	})
-	return out, err
-}
-
 // ListHostProperties returns the extra-capability names known for hosts. Private ones
 // are listed only when all is set (admins see them; everyone else never does).
 func (m *Manager) ListHostProperties(ctx context.Context, who climate.Identity, all bool) ([]climate.PropertyInfo, error) {

@@ -54,24 +54,6 @@ func getOwnLease(ctx context.Context, tx climate.Tx, who climate.Identity, id st
 	return l, nil
 }
 
-// ListLeases returns every lease for admins and the caller's project's leases otherwise.
-func (m *Manager) ListLeases(ctx context.Context, who climate.Identity) ([]climate.Lease, error) {
-	if err := requireReader(who, "blazar:leases:get"); err != nil {
-		return nil, err
-	}
-	f := climate.LeaseFilter{}
-	if !who.IsAdmin() {
-		f.ProjectID = who.ProjectID
-	}
-	var out []climate.Lease
-	err := m.store.View(ctx, func(tx climate.Tx) error {
-		var err error
-		out, err = tx.ListLeases(ctx, f)
-		return err
-	})
-	return out, err
-}
-
 // hostReservation is a validated physical:host reservation with its parsed filter.
 type hostReservation struct {
 	res   *climate.Reservation

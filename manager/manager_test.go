@@ -142,7 +142,7 @@ func TestCreateLeaseValidation(t *testing.T) {
 			wantCode(t, err, tc.code, tc.text)
 		})
 	}
-	leases, _ := m.ListLeases(context.Background(), admin)
+	leases, _, _ := manager.CollectLeases(context.Background(), m, admin, climate.LeaseQuery{})
 	if len(leases) != 0 {
 		t.Fatalf("rejected requests wrote %d leases", len(leases))
 	}
@@ -163,13 +163,13 @@ func TestProjectsAreIsolated(t *testing.T) {
 	if err := m.DeleteLease(ctx, bob, l.ID); climate.ErrorCode(err) != climate.CodeNotFound {
 		t.Fatalf("bob deleted alice's lease: %v", err)
 	}
-	if ls, _ := m.ListLeases(ctx, bob); len(ls) != 0 {
+	if ls, _, _ := manager.CollectLeases(ctx, m, bob, climate.LeaseQuery{}); len(ls) != 0 {
 		t.Fatalf("bob lists %d leases", len(ls))
 	}
-	if ls, _ := m.ListLeases(ctx, reader); len(ls) != 1 {
+	if ls, _, _ := manager.CollectLeases(ctx, m, reader, climate.LeaseQuery{}); len(ls) != 1 {
 		t.Fatalf("a reader of physics lists %d leases", len(ls))
 	}
-	if ls, _ := m.ListLeases(ctx, admin); len(ls) != 1 {
+	if ls, _, _ := manager.CollectLeases(ctx, m, admin, climate.LeaseQuery{}); len(ls) != 1 {
 		t.Fatalf("admin lists %d leases", len(ls))
 	}
 	if _, err := m.ListHosts(ctx, alice); climate.ErrorCode(err) != climate.CodeForbidden {
@@ -326,7 +326,7 @@ func TestConcurrentCreatesNeverDoubleBook(t *testing.T) {
 			}
 		}
 	}
-	leases, _ := m.ListLeases(context.Background(), admin)
+	leases, _, _ := manager.CollectLeases(context.Background(), m, admin, climate.LeaseQuery{})
 	if len(leases) != accepted {
 		t.Fatalf("%d leases stored, %d accepted", len(leases), accepted)
 	}

@@ -147,7 +147,7 @@ func freeHosts(hosts []string, allocs []climate.Allocation, s, e time.Time) []st
 // finding a lease that a concurrent writer deleted.
 func randomOp(t *testing.T, rng *rand.Rand, m *Manager, hosts int) {
 	ctx := context.Background()
-	leases, err := m.ListLeases(ctx, replicaAdmin)
+	leases, _, err := CollectLeases(ctx, m, replicaAdmin, climate.LeaseQuery{})
 	if err != nil {
 		t.Error(err)
 		return

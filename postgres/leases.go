@@ -12,7 +12,7 @@ import (
 
 // GetLease returns a lease with its children.
 func (t *tx) GetLease(ctx context.Context, id string) (*climate.Lease, error) {
-	leases, err := t.loadLeases(ctx, "id = $1", id)
+	leases, err := t.loadLeases(ctx, leaseSelect+" WHERE id = $1", []any{id}, false)
 	if err != nil {
 		return nil, err
 	}
@@ -24,21 +24,59 @@ func (t *tx) GetLease(ctx context.Context, id string) (*climate.Lease, error) {
 
 // ListLeases returns the leases matching f with their children.
 func (t *tx) ListLeases(ctx context.Context, f climate.LeaseFilter) ([]climate.Lease, error) {
-	if f.ProjectID != "" {
-		return t.loadLeases(ctx, "project_id = $1", f.ProjectID)
-	}
-	return t.loadLeases(ctx, "")
+	q, args := leaseQuery(f)
+	every := f.ProjectID == "" && f.Name == "" && len(f.Statuses) == 0 && f.After == nil && f.Limit == 0
+	return t.loadLeases(ctx, q, args, every)
 }
 
-// loadLeases loads the leases matching where ("" for all), then each kind of child with
-// one query, so the cost is four queries whatever the number of leases.
-func (t *tx) loadLeases(ctx context.Context, where string, args ...any) ([]climate.Lease, error) {
-	leaseWhere, in := "", ""
-	if where != "" {
-		leaseWhere, in = " WHERE "+where, " WHERE lease_id IN (SELECT id FROM leases WHERE "+where+")"
+const leaseSelect = `SELECT id, name, user_id, project_id, trust_id, start_at, end_at, status, degraded, created_at, updated_at FROM leases`
+
+// leaseQuery builds ListLeases' query for f.
+func leaseQuery(f climate.LeaseFilter) (string, []any) {
+	var where []string
+	var args []any
+	add := func(cond string, as ...any) {
+		for _, a := range as {
+			args = append(args, a)
+			cond = strings.Replace(cond, "?", "$"+strconv.Itoa(len(args)), 1)
+		}
+		where = append(where, cond)
 	}
-	rows, err := t.q.Query(ctx, `SELECT id, name, user_id, project_id, trust_id, start_at, end_at, status, degraded, created_at, updated_at
-		FROM leases`+leaseWhere+` ORDER BY created_at, id`, args...)
+	if f.ProjectID != "" {
+		add("project_id = ?", f.ProjectID)
+	}
+	if f.Name != "" {
+		add("name = ?", f.Name)
+	}
+	if len(f.Statuses) > 0 {
+		statuses := make([]string, len(f.Statuses))
+		for i, st := range f.Statuses {
+			statuses[i] = string(st)
+		}
+		add("status = ANY(?)", statuses)
+	}
+	if f.After != nil {
+		// Keyset paging: the (created_at, id) indexes seek to the page's start.
+		add("(created_at, id) > (?, ?)", ts(f.After.CreatedAt), f.After.ID)
+	}
+	q := leaseSelect
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY created_at, id"
+	if f.Limit > 0 {
+		args = append(args, f.Limit)
+		q += " LIMIT $" + strconv.Itoa(len(args))
+	}
+	return q, args
+}
+
+// loadLeases loads the leases q selects (leaseSelect's columns), then each kind of child
+// with one query, so the cost is four queries whatever the number of leases. every says q
+// selects every lease: children are then read by a plain scan, which beats one index probe
+// per lease.
+func (t *tx) loadLeases(ctx context.Context, q string, args []any, every bool) ([]climate.Lease, error) {
+	rows, err := t.q.Query(ctx, q, args...)
 	if err != nil {
 		return nil, dbError(err)
 	}
@@ -63,10 +101,18 @@ func (t *tx) loadLeases(ctx context.Context, where string, args ...any) ([]clima
 		return nil, nil
 	}
 
+	in, childArgs := "", []any(nil)
+	if !every { // one parameter however many ids
+		ids := make([]string, len(leases))
+		for i, l := range leases {
+			ids[i] = l.ID
+		}
+		in, childArgs = " WHERE lease_id = ANY($1)", []any{ids}
+	}
 	resIndex := map[string][2]int{} // reservation id → lease index, reservation index
 	rows, err = t.q.Query(ctx, `SELECT id, lease_id, resource_type, status, min_count, max_count, hypervisor_properties,
 		resource_properties, before_end, missing_resources, resources_changed, created_at, updated_at
-		FROM reservations`+in+` ORDER BY created_at, id`, args...)
+		FROM reservations`+in+` ORDER BY created_at, id`, childArgs...)
 	if err != nil {
 		return nil, dbError(err)
 	}
@@ -89,7 +135,7 @@ func (t *tx) loadLeases(ctx context.Context, where string, args ...any) ([]clima
 	}
 
 	rows, err = t.q.Query(ctx, `SELECT id, reservation_id, lease_id, resource_id, start_at, end_at
-		FROM allocations`+in+` ORDER BY resource_id, start_at, id`, args...)
+		FROM allocations`+in+` ORDER BY resource_id, start_at, id`, childArgs...)
 	if err != nil {
 		return nil, dbError(err)
 	}
@@ -110,7 +156,7 @@ func (t *tx) loadLeases(ctx context.Context, where string, args ...any) ([]clima
 	}
 
 	rows, err = t.q.Query(ctx, `SELECT id, lease_id, event_type, time, status, created_at, updated_at
-		FROM events`+in+` ORDER BY created_at, id`, args...)
+		FROM events`+in+` ORDER BY created_at, id`, childArgs...)
 	if err != nil {
 		return nil, dbError(err)
 	}

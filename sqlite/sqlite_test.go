@@ -129,6 +129,19 @@ func TestQueryPlans(t *testing.T) {
 			t.Errorf("%s: allocations scanned:\n%s", name, plan)
 		}
 	}
+	// A page of leases is read in index order from its start: no sort, whatever the page.
+	after := &climate.Lease{ID: "l1", CreatedAt: from}
+	for name, f := range map[string]climate.LeaseFilter{
+		"first page": {Limit: 500},
+		"next page":  {After: after, Limit: 500},
+		"project":    {ProjectID: "p1", After: after, Limit: 500},
+	} {
+		q, args := leaseQuery(f)
+		plan := explain(t, s.r, q, args...)
+		if !strings.Contains(plan, "INDEX leases_") || strings.Contains(plan, "TEMP B-TREE") {
+			t.Errorf("lease %s: not read in index order:\n%s", name, plan)
+		}
+	}
 	due := explain(t, s.r, `SELECT id FROM events WHERE (status = 'UNDONE' AND time <= ?) OR (status = 'IN_PROGRESS' AND claimed_until <= ?)`+dueOrder, 1, 1)
 	if strings.Contains(due, "SCAN events") {
 		t.Errorf("due events: events scanned:\n%s", due)

@@ -102,6 +102,115 @@ func testListLeases(t *testing.T, s climate.Store) {
 	check(climate.LeaseFilter{ProjectID: "nobody"})
 }
 
+// testListLeasesPages checks filters and keyset pages: following pages from the last lease
+// of each lists every lease once, in list order, ties in creation time included.
+func testListLeasesPages(t *testing.T, s climate.Store) {
+	day := 24 * time.Hour
+	byID := map[string]*climate.Lease{}
+	lease := func(id, project string, created time.Duration, status climate.LeaseStatus, name string) *climate.Lease {
+		l := newLease(id, project, t0.Add(day), t0.Add(2*day), "h-"+id)
+		l.CreatedAt, l.Status = t0.Add(created), status
+		if name != "" {
+			l.Name = name
+		}
+		byID[id] = l
+		return l
+	}
+	insertLeases(t, s,
+		lease("d", "p2", time.Second, climate.LeaseActive, "shared"),
+		lease("a3", "p1", 0, climate.LeaseError, ""),
+		lease("c", "p1", time.Microsecond, climate.LeaseTerminated, "shared"),
+		lease("a1", "p1", 0, climate.LeasePending, ""),
+		lease("Z9", "p2", 0, climate.LeaseActive, ""), // ids compare bytewise: "Z9" < "a1"
+		lease("e", "p1", -time.Second, climate.LeasePending, ""),
+		lease("a2", "p1", 0, climate.LeaseActive, ""),
+		lease("b", "p2", 0, climate.LeaseActive, ""),
+	)
+	list := func(f climate.LeaseFilter) []climate.Lease {
+		t.Helper()
+		var got []climate.Lease
+		view(t, s, func(tx climate.Tx) (err error) { got, err = tx.ListLeases(ctx, f); return err })
+		return got
+	}
+	// pages lists f's leases page by page, checking each lease in full.
+	pages := func(f climate.LeaseFilter) []string {
+		t.Helper()
+		ids := []string{}
+		for range 20 {
+			page := list(f)
+			if len(page) > f.Limit {
+				t.Fatalf("ListLeases(%+v): %d leases, more than the limit", f, len(page))
+			}
+			for i := range page {
+				checkLease(t, &page[i], *byID[page[i].ID])
+				ids = append(ids, page[i].ID)
+			}
+			if len(page) < f.Limit {
+				return ids
+			}
+			f.After = &page[len(page)-1]
+		}
+		t.Fatalf("ListLeases(%+v): pages never end", f)
+		return nil
+	}
+	for _, tc := range []struct {
+		name string
+		f    climate.LeaseFilter
+		want string
+	}{
+		{"all", climate.LeaseFilter{}, "e Z9 a1 a2 a3 b c d"},
+		{"project", climate.LeaseFilter{ProjectID: "p1"}, "e a1 a2 a3 c"},
+		{"status", climate.LeaseFilter{Statuses: []climate.LeaseStatus{climate.LeaseActive}}, "Z9 a2 b d"},
+		{"statuses", climate.LeaseFilter{Statuses: []climate.LeaseStatus{climate.LeaseError, climate.LeaseTerminated}}, "a3 c"},
+		{"name", climate.LeaseFilter{Name: "shared"}, "c d"},
+		{"combined", climate.LeaseFilter{ProjectID: "p2", Name: "shared", Statuses: []climate.LeaseStatus{climate.LeaseActive}}, "d"},
+		{"no match", climate.LeaseFilter{ProjectID: "p1", Statuses: []climate.LeaseStatus{climate.LeaseDeleting}}, ""},
+	} {
+		for _, limit := range []int{0, 1, 2, 3, 8, 100} {
+			f := tc.f
+			f.Limit = limit
+			var got []string
+			if limit == 0 {
+				got = []string{}
+				for _, l := range list(f) {
+					got = append(got, l.ID)
+				}
+			} else {
+				got = pages(f)
+			}
+			if want := strings.Fields(tc.want); !reflect.DeepEqual(got, append([]string{}, want...)) {
+				t.Errorf("%s, limit %d: got %v, want %v", tc.name, limit, got, want)
+			}
+		}
+	}
+
+	// A page starts after a position, which needs no lease: a deleted lease's, or another
+	// project's.
+	update(t, s, func(tx climate.Tx) error { return tx.DeleteLease(ctx, "a2") })
+	for _, tc := range []struct {
+		name  string
+		f     climate.LeaseFilter
+		after *climate.Lease
+		want  string
+	}{
+		{"after deleted", climate.LeaseFilter{}, byID["a2"], "a3 b c d"},
+		{"after deleted, limit", climate.LeaseFilter{Limit: 2}, byID["a2"], "a3 b"},
+		{"after another project's", climate.LeaseFilter{ProjectID: "p2"}, byID["a1"], "b d"},
+		{"after the last", climate.LeaseFilter{}, byID["d"], ""},
+		{"after a position", climate.LeaseFilter{}, &climate.Lease{ID: "zz", CreatedAt: t0}, "c d"},
+	} {
+		f := tc.f
+		f.After = tc.after
+		got := []string{}
+		for _, l := range list(f) {
+			got = append(got, l.ID)
+		}
+		if want := strings.Fields(tc.want); !reflect.DeepEqual(got, append([]string{}, want...)) {
+			t.Errorf("%s: got %v, want %v", tc.name, got, want)
+		}
+	}
+}
+
 func testLeaseErrors(t *testing.T, s climate.Store) {
 	insertLeases(t, s, newLease("l1", "p1", t0, t0.Add(time.Hour), "h1"))
 	err := s.View(ctx, func(tx climate.Tx) error {

@@ -26,6 +26,7 @@ func Run(t *testing.T, open func(t *testing.T) climate.Store) {
 	}{
 		{"LeaseRoundTrip", testLeaseRoundTrip},
 		{"ListLeases", testListLeases},
+		{"ListLeasesPages", testListLeasesPages},
 		{"LeaseErrors", testLeaseErrors},
 		{"UpdateLeaseSyncsChildren", testUpdateLeaseSyncsChildren},
 		{"UpdateLeaseKeepsClaims", testUpdateLeaseKeepsClaims},

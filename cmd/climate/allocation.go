@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -29,6 +30,7 @@ with its reservations) unless --column is given.
 ` + clientHelp,
 		Example: `  climate allocation list
   climate allocation list --lease train
+  climate allocation list --from "2030-01-01 00:00" --to +7d
   climate allocation show node-1`,
 	}
 	o := addClientFlags(cmd)
@@ -38,15 +40,43 @@ with its reservations) unless --column is given.
 
 type allocationFilter struct {
 	lease, reservation string
+	from, to           string
 }
 
 func (f *allocationFilter) addFlags(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.lease, "lease", "", "only this lease's allocations (name or id)")
 	cmd.Flags().StringVar(&f.reservation, "reservation-id", "", "only this reservation's allocations")
+	cmd.Flags().StringVar(&f.from, "from", "", "only allocations that end after this date (default: now, unless --lease or --reservation-id): "+dateHelp)
+	cmd.Flags().StringVar(&f.to, "to", "", "only allocations that start before this date (+DURATION counts from --from): "+dateHelp)
 }
 
 func (f *allocationFilter) query(cmd *cobra.Command, c *client.Client) (client.AllocationQuery, error) {
 	q := client.AllocationQuery{ReservationID: f.reservation}
+	now := time.Now()
+	from := now
+	if f.from != "" {
+		t, isNow, err := parseDate("from", f.from, now)
+		if err != nil {
+			return q, err
+		}
+		if !isNow {
+			from = t
+		}
+		q.From = wireDate(from)
+	}
+	if f.to != "" {
+		t, isNow, err := parseDate("to", f.to, from)
+		if err != nil {
+			return q, err
+		}
+		if isNow {
+			t = now
+		}
+		if f.from != "" && !t.After(from) {
+			return q, fmt.Errorf("--to %q is not after --from %q", f.to, f.from)
+		}
+		q.To = wireDate(t)
+	}
 	if f.lease != "" {
 		l, err := c.FindLease(cmd.Context(), f.lease)
 		if err != nil {
@@ -70,16 +100,24 @@ func resourceTypeArg(args []string) ([]string, error) {
 
 func newAllocationListCmd(o *clientOptions) *cobra.Command {
 	var f allocationFilter
+	var limit int
 	cmd := &cobra.Command{
 		Use:   "list [host]",
 		Short: "List host allocations",
+		Long: `List, host by host, the reservations holding each host: from now on by default, or
+over --from/--to. The server is asked for them page by page; --limit stops after the
+first N hosts.`,
 		Example: `  climate allocation list
   climate allocation list host --lease train -o json
+  climate allocation list --from now --to +1d
   climate allocation list --sort-by start_date -c resource_id -c lease_id -c start_date`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if rest, err := resourceTypeArg(args); err != nil || len(rest) > 0 {
 				return firstErr(err, fmt.Errorf("allocation list takes an optional resource type (host), not %q", args[0]))
+			}
+			if limit < 0 {
+				return fmt.Errorf("--limit %d: want a positive number of hosts, or 0 for all", limit)
 			}
 			c, err := o.client(cmd)
 			if err != nil {
@@ -89,6 +127,7 @@ func newAllocationListCmd(o *clientOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			q.Limit = limit
 			allocs, err := c.ListAllocations(cmd.Context(), q)
 			if err != nil {
 				return err
@@ -97,6 +136,7 @@ func newAllocationListCmd(o *clientOptions) *cobra.Command {
 		},
 	}
 	f.addFlags(cmd)
+	cmd.Flags().IntVar(&limit, "limit", 0, "list at most this many hosts, the first registered (0: all)")
 	return cmd
 }
 

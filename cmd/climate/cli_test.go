@@ -234,6 +234,31 @@ func TestCLILeaseLifecycle(t *testing.T) {
 	if err := json.Unmarshal([]byte(c.ok("allocation", "show", "cpu-1", "-o", "json")), &a); err != nil || a.ResourceID != "3" || len(a.Reservations) != 1 {
 		t.Fatalf("allocation show cpu-1: %v %+v", err, a)
 	}
+	// Time windows and limits (hosts), and lease list's filters.
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"allocation", "list", "--from", day + " 13:30", "-c", "resource_id"}, "1\n2\n"},
+		{[]string{"allocation", "list", "--to", day + " 10:30", "-c", "resource_id"}, "1\n2\n"},
+		{[]string{"allocation", "list", "--from", day + " 12:30", "--to", "+10m", "-c", "resource_id"}, "1\n2\n3\n"},
+		{[]string{"allocation", "list", "--limit", "1", "-c", "resource_id"}, "1\n"},
+		{[]string{"allocation", "show", "cpu-1", "--from", day + " 13:00", "-c", "resource_id"}, ""},
+		{[]string{"lease", "list", "--status", "pending", "--limit", "1", "-c", "name"}, "train\n"},
+		{[]string{"lease", "list", "--status", "ACTIVE,ERROR", "-c", "name"}, ""},
+		{[]string{"lease", "list", "--status", "ACTIVE", "--status", "PENDING", "-c", "name"}, "train\ncpu\n"},
+	} {
+		if got := c.ok(append(tc.args, "-o", "value")...); got != tc.want {
+			t.Errorf("climate %s: %q, want %q", strings.Join(tc.args, " "), got, tc.want)
+		}
+	}
+	if err := json.Unmarshal([]byte(c.ok("allocation", "list", "--limit", "2", "-o", "json")), &allocs); err != nil || len(allocs) != 2 {
+		t.Fatalf("allocation list --limit 2 -o json: %v %+v", err, allocs)
+	}
+	c.fails(`is not after --from`, "allocation", "list", "--from", day+" 12:30", "--to", day+" 12:30")
+	c.fails("--limit -1: want a positive number", "allocation", "list", "--limit", "-1")
+	c.fails("--limit -1: want a positive number", "lease", "list", "--limit", "-1")
+	c.fails(`Invalid lease status "BOGUS"`, "lease", "list", "--status", "bogus")
 
 	// Updates relative to the lease's current dates, as Blazar's client computes them.
 	if got := c.leaseJSON("lease", "update", "train", "--prolong-for", "2h"); got.EndDate != day+"T16:00:00.000000" {
@@ -391,6 +416,13 @@ func TestCLITokensAndProjects(t *testing.T) {
 	c.fails(`No lease with name or id "mine"`, "lease", "delete", "mine", "--token", "bob-token")
 	if got := c.ok("lease", "list", "--token", "bob-token", "-o", "json"); strings.TrimSpace(got) != "[]" {
 		t.Fatalf("bob's leases: %q", got)
+	}
+	c.fails("Only admins may list the leases of another project", "lease", "list", "--project", "physics", "--token", "bob-token")
+	if got := c.ok("lease", "list", "--project", "physics", "--token", "admin-token", "-o", "value", "-c", "name"); got != "mine\n" {
+		t.Fatalf("admin's list of physics' leases: %q", got)
+	}
+	if got := c.ok("lease", "list", "--project", "chemistry", "--token", "admin-token", "-o", "value", "-c", "name"); got != "" {
+		t.Fatalf("admin's list of chemistry's leases: %q", got)
 	}
 }
 

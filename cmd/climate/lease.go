@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"climate/http/api"
+	"climate/http/client"
 )
 
 // leaseColumns are lease list's default columns.
@@ -30,26 +31,39 @@ func newLeaseCmd() *cobra.Command {
 }
 
 func newLeaseListCmd(o *clientOptions) *cobra.Command {
-	return &cobra.Command{
+	var q client.LeaseQuery
+	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the leases you can see (admins: every project's)",
+		Long: `List leases in creation order. The server is asked for them page by page, so long
+lists cost the server little; --limit stops after the first N.`,
 		Example: `  climate lease list
+  climate lease list --status ACTIVE,PENDING
+  climate lease list --project physics --limit 20      # admins: one project's leases
   climate lease list --sort-by start_date -c name -c start_date -c status
   climate lease list -o json | jq -r '.[] | select(.status == "ACTIVE") | .name'
   climate lease list -o value -c id`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if q.Limit < 0 {
+				return fmt.Errorf("--limit %d: want a positive number of leases, or 0 for all", q.Limit)
+			}
 			c, err := o.client(cmd)
 			if err != nil {
 				return err
 			}
-			leases, err := c.ListLeases(cmd.Context())
+			leases, err := c.ListLeases(cmd.Context(), q)
 			if err != nil {
 				return err
 			}
 			return o.out.printList(cmd.OutOrStdout(), leases, leaseColumns)
 		},
 	}
+	f := cmd.Flags()
+	f.StringSliceVar(&q.Statuses, "status", nil, "only leases in these statuses (PENDING, ACTIVE, TERMINATED, ERROR, …): repeat the flag or separate with commas")
+	f.StringVar(&q.ProjectID, "project", "", "only this project's leases (admins; others see only their own project's)")
+	f.IntVar(&q.Limit, "limit", 0, "list at most this many leases, the first created (0: all)")
+	return cmd
 }
 
 func newLeaseShowCmd(o *clientOptions) *cobra.Command {
@@ -514,7 +528,7 @@ func completeLeases(o *clientOptions) cobra.CompletionFunc {
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		leases, err := c.ListLeases(cmd.Context())
+		leases, err := c.ListLeases(cmd.Context(), client.LeaseQuery{})
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}

@@ -144,6 +144,12 @@ type AllocatedReservation struct {
 	EndDate   string `json:"end_date"`
 }
 
+// Link is a link in a list answer: rel "next" is the next page of a paged list.
+type Link struct {
+	Rel  string `json:"rel"`
+	Href string `json:"href"`
+}
+
 // Property is a host property (extra capability) known to the server.
 type Property struct {
 	Name    string   `json:"property"`

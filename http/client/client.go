@@ -32,6 +32,9 @@ type Client struct {
 	// Headers are added to every request (e.g. X-User-Id/X-Project-Id/X-Roles against a
 	// server started with --auth noauth).
 	Headers http.Header
+	// PageSize is how many items ListLeases and ListAllocations ask for per request;
+	// 0 means DefaultPageSize. The server answers at most 1,000.
+	PageSize int
 }
 
 // New returns a client for the server at baseURL ("http://host:port"), sending token as
@@ -117,12 +120,28 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	return nil
 }
 
-// ListLeases returns the leases the caller may see.
-func (c *Client) ListLeases(ctx context.Context) ([]api.Lease, error) {
-	var out struct {
-		Leases []api.Lease `json:"leases"`
+// LeaseQuery narrows ListLeases; empty fields match everything.
+type LeaseQuery struct {
+	Statuses  []string // any of these: PENDING, ACTIVE, TERMINATED, ERROR, …
+	ProjectID string   // one project's leases (admins; others may name only their own)
+	Name      string
+	Limit     int // at most this many leases, the first in creation order; 0: all
+}
+
+// ListLeases returns the leases the caller may see that match q, by creation time, asking
+// for them page by page.
+func (c *Client) ListLeases(ctx context.Context, q LeaseQuery) ([]api.Lease, error) {
+	v := url.Values{}
+	if len(q.Statuses) > 0 {
+		v.Set("status", strings.Join(q.Statuses, ","))
 	}
-	return out.Leases, c.do(ctx, "GET", "/v1/leases", nil, nil, &out)
+	if q.ProjectID != "" {
+		v.Set("project_id", q.ProjectID)
+	}
+	if q.Name != "" {
+		v.Set("name", q.Name)
+	}
+	return list[api.Lease](ctx, c, "/v1/leases", "leases", v, q.Limit)
 }
 
 // GetLease returns one lease by id.
@@ -179,11 +198,11 @@ func (c *Client) FindLease(ctx context.Context, ref string) (*api.Lease, error) 
 			return l, err
 		}
 	}
-	leases, err := c.ListLeases(ctx)
+	leases, err := c.ListLeases(ctx, LeaseQuery{Name: ref})
 	if err != nil {
 		return nil, err
 	}
-	var found []*api.Lease
+	var found []*api.Lease // a server that does not filter by name (Blazar) sends all
 	for i := range leases {
 		if leases[i].Name == ref || leases[i].ID == ref {
 			found = append(found, &leases[i])

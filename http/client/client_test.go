@@ -2,11 +2,13 @@ package client_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -128,7 +130,7 @@ func TestLeasesAndHosts(t *testing.T) {
 	other.Headers.Set("X-User-Id", "bob")
 	other.Headers.Set("X-Project-Id", "chemistry")
 	other.Headers.Set("X-Roles", "member")
-	if leases, err := other.ListLeases(ctx); err != nil || len(leases) != 0 {
+	if leases, err := other.ListLeases(ctx, client.LeaseQuery{}); err != nil || len(leases) != 0 {
 		t.Fatalf("other project's leases: %v %d", err, len(leases))
 	}
 	if err := other.DeleteLease(ctx, l.ID); !client.IsNotFound(err) {
@@ -147,13 +149,13 @@ func TestLeasesAndHosts(t *testing.T) {
 
 func TestUnreachableAndNotClimate(t *testing.T) {
 	c, _ := client.New("http://127.0.0.1:1", "")
-	if _, err := c.ListLeases(ctx); err == nil || !strings.Contains(err.Error(), "cannot reach Climate at http://127.0.0.1:1") {
+	if _, err := c.ListLeases(ctx, client.LeaseQuery{}); err == nil || !strings.Contains(err.Error(), "cannot reach Climate at http://127.0.0.1:1") {
 		t.Fatalf("unreachable: %v", err)
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("<html>hello</html>")) }))
 	defer srv.Close()
 	c, _ = client.New(srv.URL, "")
-	if _, err := c.ListLeases(ctx); err == nil || !strings.Contains(err.Error(), "is "+srv.URL+" a Climate server?") {
+	if _, err := c.ListLeases(ctx, client.LeaseQuery{}); err == nil || !strings.Contains(err.Error(), "is "+srv.URL+" a Climate server?") {
 		t.Fatalf("not Climate: %v", err)
 	}
 }
@@ -162,4 +164,89 @@ func asError(err error, target **client.Error) bool {
 	e, ok := err.(*client.Error)
 	*target = e
 	return ok
+}
+
+// requests records the requests a client sends.
+type requests struct {
+	urls []string
+}
+
+func (r *requests) RoundTrip(req *http.Request) (*http.Response, error) {
+	r.urls = append(r.urls, req.URL.RequestURI())
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+// TestListsPage checks that lists are asked for page by page, after each page's marker,
+// and stop at the limit.
+func TestListsPage(t *testing.T) {
+	c := newServer(t)
+	for i := range 3 {
+		if _, err := c.CreateHost(ctx, map[string]any{"name": fmt.Sprintf("n%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now().UTC().Add(time.Hour)
+	for i := range 7 {
+		req := api.LeaseRequest{Name: fmt.Sprintf("l%d", i), StartDate: start.Format(time.RFC3339), EndDate: start.Add(time.Hour).Format(time.RFC3339)}
+		if _, err := c.CreateLease(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, err := c.ListLeases(ctx, client.LeaseQuery{})
+	if err != nil || len(all) != 7 {
+		t.Fatalf("ListLeases: %v, %d leases", err, len(all))
+	}
+	ids := func(ls []api.Lease) []string {
+		var out []string
+		for _, l := range ls {
+			out = append(out, l.ID)
+		}
+		return out
+	}
+	rec := &requests{}
+	c.HTTP = &http.Client{Transport: rec}
+	c.PageSize = 3
+	for _, tc := range []struct {
+		q    client.LeaseQuery
+		want []string
+		reqs []string
+	}{
+		{client.LeaseQuery{}, ids(all), []string{"limit=3", "limit=3&marker=" + all[2].ID, "limit=3&marker=" + all[5].ID}},
+		{client.LeaseQuery{Limit: 4}, ids(all[:4]), []string{"limit=3", "limit=1&marker=" + all[2].ID}},
+		{client.LeaseQuery{Limit: 3}, ids(all[:3]), []string{"limit=3"}},
+		{client.LeaseQuery{Statuses: []string{"ACTIVE", "ERROR"}}, nil, []string{"limit=3&status=ACTIVE%2CERROR"}},
+		{client.LeaseQuery{Name: "l4", ProjectID: "nobody"}, nil, []string{"limit=3&name=l4&project_id=nobody"}},
+	} {
+		rec.urls = nil
+		got, err := c.ListLeases(ctx, tc.q)
+		var want []string
+		for _, r := range tc.reqs {
+			want = append(want, "/v1/leases?"+r)
+		}
+		if err != nil || !reflect.DeepEqual(ids(got), tc.want) || !reflect.DeepEqual(rec.urls, want) {
+			t.Errorf("ListLeases(%+v): %v, %v after requests %v; want %v after %v", tc.q, err, ids(got), rec.urls, tc.want, want)
+		}
+	}
+	rec.urls = nil
+	if l, err := c.FindLease(ctx, "l4"); err != nil || l.Name != "l4" || len(rec.urls) != 1 || !strings.Contains(rec.urls[0], "name=l4") {
+		t.Errorf("FindLease(l4): %v, %+v after %v; want one request by name", err, l, rec.urls)
+	}
+	rec.urls = nil
+	c.PageSize = 2
+	allocs, err := c.ListAllocations(ctx, client.AllocationQuery{From: "now", To: "2100-01-01 00:00"})
+	if err != nil || len(allocs) != 3 || allocs[2].ResourceID != "3" || len(rec.urls) != 2 {
+		t.Errorf("ListAllocations: %v, %+v after %v; want 3 hosts in 2 pages", err, allocs, rec.urls)
+	}
+
+	// A server that does not page (Blazar) answers everything at once; the limit still holds.
+	blazar := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(`{"leases": [{"id": "a"}, {"id": "b"}, {"id": "c"}]}`))
+	}))
+	defer blazar.Close()
+	b, _ := client.New(blazar.URL, "")
+	for limit, want := range map[int]int{0: 3, 2: 2, 5: 3} {
+		if got, err := b.ListLeases(ctx, client.LeaseQuery{Limit: limit}); err != nil || len(got) != want {
+			t.Errorf("Blazar, limit %d: %v, %d leases; want %d", limit, err, len(got), want)
+		}
+	}
 }

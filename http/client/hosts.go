@@ -77,29 +77,31 @@ func (c *Client) FindHost(ctx context.Context, ref string) (*api.Host, error) {
 	return nil, &Error{Status: http.StatusNotFound, Message: fmt.Sprintf("No host with name or id %q", ref)}
 }
 
-// AllocationQuery narrows allocation listings; empty fields match everything.
+// AllocationQuery narrows allocation listings; empty fields match everything. Without
+// LeaseID, ReservationID or From, the server lists allocations from now on.
 type AllocationQuery struct {
 	LeaseID       string
 	ReservationID string
+	// From and To keep the allocations overlapping [From, To): dates as the server takes
+	// them ("2030-01-02 15:04", RFC 3339, "now"); an empty To is unbounded.
+	From, To string
+	Limit    int // ListAllocations: at most this many hosts, the first in host order; 0: all
 }
 
 func (q AllocationQuery) values() url.Values {
 	v := url.Values{}
-	if q.LeaseID != "" {
-		v.Set("lease_id", q.LeaseID)
-	}
-	if q.ReservationID != "" {
-		v.Set("reservation_id", q.ReservationID)
+	for k, s := range map[string]string{"lease_id": q.LeaseID, "reservation_id": q.ReservationID, "from": q.From, "to": q.To} {
+		if s != "" {
+			v.Set(k, s)
+		}
 	}
 	return v
 }
 
-// ListAllocations returns, for every host, the reservations holding it (admins only).
+// ListAllocations returns, for every host, the reservations holding it (admins only),
+// asking for them page by page.
 func (c *Client) ListAllocations(ctx context.Context, q AllocationQuery) ([]api.Allocation, error) {
-	var out struct {
-		Allocations []api.Allocation `json:"allocations"`
-	}
-	return out.Allocations, c.do(ctx, "GET", "/v1/os-hosts/allocations", q.values(), nil, &out)
+	return list[api.Allocation](ctx, c, "/v1/os-hosts/allocations", "allocations", q.values(), q.Limit)
 }
 
 // GetAllocation returns the reservations holding one host.
