@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"os"
 	"regexp"
 	"sort"
 	"strings"
@@ -293,6 +294,9 @@ func readObject(r *http.Request) (object, error) {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			return nil, climate.Errorf(climate.CodeTooLarge, "Request body is larger than %d bytes", MaxBodyBytes)
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, climate.Errorf(climate.CodeInvalid, "Request body not received in time: send it at once after the headers")
 		}
 		return nil, climate.Errorf(climate.CodeInvalid, "Cannot read request body: %v", err)
 	}
