@@ -1,6 +1,7 @@
 package http
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -121,7 +122,7 @@ func guardBody(next http.Handler, timeout time.Duration) http.Handler {
 		_ = rc.SetReadDeadline(time.Now().Add(timeout))
 		b := &watchedBody{ReadCloser: r.Body, rc: rc}
 		r.Body = b
-		next.ServeHTTP(&bodyGuardWriter{ResponseWriter: w, body: b, rc: rc}, r)
+		next.ServeHTTP(&bodyGuardWriter{ResponseWriter: w, ctx: r.Context(), body: b, rc: rc}, r)
 	})
 }
 
@@ -146,6 +147,7 @@ func (b *watchedBody) Read(p []byte) (int, error) {
 // bodyGuardWriter closes the connection after an answer sent before the body's end.
 type bodyGuardWriter struct {
 	http.ResponseWriter
+	ctx   context.Context // the request's
 	body  *watchedBody
 	rc    *http.ResponseController
 	wrote bool
@@ -156,9 +158,11 @@ func (w *bodyGuardWriter) WriteHeader(status int) {
 		w.wrote = true
 		if !w.body.eof.Load() {
 			// "Connection: close" makes net/http answer without reading the body first; the
-			// deadline bounds its reading of the rest before it closes.
+			// deadline bounds its reading of the rest before it closes, and until then the
+			// connection is the first to go if room is needed.
 			w.Header().Set("Connection", "close")
 			_ = w.rc.SetReadDeadline(time.Now().Add(unreadBodyGrace))
+			connlimit.Expendable(w.ctx)
 		}
 	}
 	w.ResponseWriter.WriteHeader(status)

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -56,9 +57,19 @@ type rawConn struct {
 	r *bufio.Reader
 }
 
-func dialRaw(t *testing.T, addr string) *rawConn {
+func dialRaw(t *testing.T, addr string) *rawConn { t.Helper(); return dialRawFrom(t, addr, "") }
+
+// dialRawFrom connects from the loopback address from ("": the system's choice).
+func dialRawFrom(t *testing.T, addr, from string) *rawConn {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, failsafe)
+	d := net.Dialer{Timeout: failsafe}
+	if from != "" {
+		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(from)}
+	}
+	c, err := d.Dial("tcp", addr)
+	if err != nil && from != "" && errors.Is(err, syscall.EADDRNOTAVAIL) {
+		t.Skipf("needs loopback addresses beyond 127.0.0.1 (Linux has 127.0.0.0/8): %v", err)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,17 +185,18 @@ func TestServeRefusesUnauthenticatedBodiesWithoutReadingThem(t *testing.T) {
 	}
 }
 
-// At --max-connections, a new connection takes the place of the one that has waited longest
-// without a request in progress; when every connection is busy it gets 503 and is closed.
-// The shedding is logged.
+// At --max-connections, a new connection takes the place of one that has no request in
+// progress; when every connection is busy it gets 503 and is closed. The shedding is
+// logged. (Each connection comes from its own loopback address: one client's own young
+// connections are not replaced, see package connlimit.)
 func TestServeShedsConnectionsBeyondTheBound(t *testing.T) {
 	addr, log := startLimitedServer(t, limitsWith(func(l *climatehttp.Limits) {
 		l.MaxConnections, l.MaxConnectionsPerClient, l.BodyTimeout = 2, 0, time.Minute
 	}))
 	// busy sends an authenticated request whose body never comes, and returns once the
 	// handler waits for it (the server asks for it with "100 Continue").
-	busy := func() *rawConn {
-		c := dialRaw(t, addr)
+	busy := func(from string) *rawConn {
+		c := dialRawFrom(t, addr, from)
 		c.send("POST /v1/leases HTTP/1.1\r\nHost: climate\r\nX-Auth-Token: tok-member\r\nContent-Type: application/json\r\nContent-Length: 100\r\nExpect: 100-continue\r\n\r\n")
 		line, err := c.r.ReadString('\n')
 		if err != nil || !strings.HasPrefix(line, "HTTP/1.1 100 ") {
@@ -195,12 +207,12 @@ func TestServeShedsConnectionsBeyondTheBound(t *testing.T) {
 		}
 		return c
 	}
-	busy()
-	unfinished := dialRaw(t, addr) // has sent nothing: the cheapest to drop
-	busy()                         // takes unfinished's place
+	busy("127.0.0.1")
+	unfinished := dialRawFrom(t, addr, "127.0.0.2") // has sent nothing: the cheapest to drop
+	busy("127.0.0.3")                               // takes unfinished's place
 	unfinished.waitClosed("the connection without a request, at the bound")
 
-	refused := dialRaw(t, addr)
+	refused := dialRawFrom(t, addr, "127.0.0.4")
 	resp, body := refused.response("a connection beyond the bound, all busy")
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || !strings.Contains(body, "Too many connections") {
 		t.Fatalf("got %d %v %s; want 503 with Retry-After", resp.StatusCode, resp.Header, body)

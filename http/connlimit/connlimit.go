@@ -2,20 +2,35 @@
 // client address.
 //
 // A Listener wraps the server's net.Listener and learns each connection's state from the
-// server's ConnState hook. When a new connection would exceed a bound, the listener makes
-// room by closing the connection that has waited longest without a request in progress:
-// an idle keep-alive connection, or one that has not yet sent a complete request header.
-// Those cost the server nothing to drop and their clients nothing they cannot redo, while
-// a client that connects and sends its request at once gets in. Only when every connection
-// within the bound is busy (a handler runs or a body is being read) is the new connection
-// refused: it gets a minimal 503 with Retry-After and is closed. Closing at once, rather
-// than leaving it in the kernel's queue, keeps the accept backlog flowing.
+// server's ConnState hook. A connection is "waiting" while it has no request in progress:
+// idle between keep-alive requests, or not yet done sending a request's headers. Only
+// waiting connections are ever closed to make room (they cost their clients nothing they
+// cannot redo); a connection with a request in progress is never cut.
+//
+// When a new connection from client X would exceed a bound:
+//
+//   - At X's own bound (Config.MaxPerClient), X's connection that has waited longest makes
+//     room, if it has waited at least Config.MinWait; otherwise the new one is refused.
+//   - At the global bound (Config.Max), among the few connections that have waited longest,
+//     the one of the client holding the most connections makes room, provided that client
+//     holds more than twice as many as X. So a client with few connections (a person, a
+//     script) gets in at the expense of clients holding many (an attacker holding
+//     thousands), and is never the one evicted for them. Failing that, X's own connection
+//     that has waited longest and at least MinWait makes room; otherwise the new one is
+//     refused.
+//
+// A refused connection gets a minimal 503 with Retry-After and is closed at once, which
+// keeps the accept queue flowing and costs far less than serving it. MinWait keeps clients
+// that hold many connections from churning them (each eviction admits a connection that
+// the server must then serve); connections the server is about to close anyway
+// (Expendable) make room first, whatever their age.
 //
 // Shedding is logged at most once per Config.LogEvery, with the counts since the last line.
 package connlimit
 
 import (
 	"container/list"
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -36,7 +51,17 @@ type Config struct {
 	Logger *slog.Logger
 	// LogEvery is the least time between two shedding reports; 0 means 10 s.
 	LogEvery time.Duration
+	// MinWait is how long a connection must have waited before a new connection of its own
+	// client may take its place; 0 means DefaultMinWait.
+	MinWait time.Duration
 }
+
+// DefaultMinWait is Config.MinWait's default.
+const DefaultMinWait = 5 * time.Second
+
+// candidates is the number of longest-waiting connections among which a victim is chosen
+// at the global bound.
+const candidates = 16
 
 // Stats are a Listener's counts.
 type Stats struct {
@@ -79,18 +104,55 @@ func New(inner net.Listener, cfg Config) *Listener {
 	if cfg.LogEvery <= 0 {
 		cfg.LogEvery = 10 * time.Second
 	}
+	if cfg.MinWait <= 0 {
+		cfg.MinWait = DefaultMinWait
+	}
 	return &Listener{Listener: inner, cfg: cfg, log: cfg.Logger, clients: map[netip.Prefix]*client{}}
 }
 
-// Server sets srv's ConnState hook to l's, keeping any hook srv already has.
+// Server sets srv's ConnState hook to l's and makes each connection reachable from its
+// requests' contexts (for Expendable), keeping any hooks srv already has.
 func (l *Listener) Server(srv *http.Server) {
-	prev := srv.ConnState
+	prevState, prevContext := srv.ConnState, srv.ConnContext
 	srv.ConnState = func(c net.Conn, s http.ConnState) {
 		l.ConnState(c, s)
-		if prev != nil {
-			prev(c, s)
+		if prevState != nil {
+			prevState(c, s)
 		}
 	}
+	srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+		if prevContext != nil {
+			ctx = prevContext(ctx, c)
+		}
+		if c, ok := c.(*conn); ok && c.l == l {
+			ctx = context.WithValue(ctx, connKey{}, c)
+		}
+		return ctx
+	}
+}
+
+type connKey struct{}
+
+// Expendable makes the connection of the request whose context is ctx the first to close
+// when room is needed, though a request is in progress on it: one that was answered
+// without its body being read and will be closed once the server has drained what
+// arrives of the body. Without this, clients that send bodies nobody reads could keep the
+// bound full of connections that count as busy.
+func Expendable(ctx context.Context) {
+	c, ok := ctx.Value(connKey{}).(*conn)
+	if !ok {
+		return
+	}
+	l := c.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if c.released {
+		return
+	}
+	l.unwaitLocked(c)
+	c.expendable = true
+	c.inAll = l.waiting.PushFront(c)
+	c.inClient = c.cl.waiting.PushFront(c)
 }
 
 // Stats returns the counts so far.
@@ -129,10 +191,10 @@ func (l *Listener) Accept() (net.Conn, error) {
 func (l *Listener) admit(raw net.Conn, key netip.Prefix) (*conn, []*conn, []any) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	cl := l.clients[key]
+	now := time.Now()
 	var victims []*conn
-	if l.cfg.MaxPerClient > 0 && cl != nil && cl.open >= l.cfg.MaxPerClient {
-		v := oldest(&cl.waiting)
+	if cl := l.clients[key]; l.cfg.MaxPerClient > 0 && cl != nil && cl.open >= l.cfg.MaxPerClient {
+		v := l.ownVictimLocked(cl, now)
 		if v == nil {
 			return nil, nil, l.noteLocked(key, 1, 0)
 		}
@@ -140,14 +202,14 @@ func (l *Listener) admit(raw net.Conn, key netip.Prefix) (*conn, []*conn, []any)
 		victims = append(victims, v)
 	}
 	if l.cfg.Max > 0 && l.open >= l.cfg.Max {
-		v := oldest(&l.waiting)
+		v := l.victimLocked(l.clients[key], now)
 		if v == nil {
 			return nil, victims, l.noteLocked(key, 1, uint64(len(victims)))
 		}
 		l.releaseLocked(v)
 		victims = append(victims, v)
 	}
-	cl = l.clients[key] // an eviction may have dropped it
+	cl := l.clients[key] // an eviction may have dropped it
 	if cl == nil {
 		cl = &client{}
 		l.clients[key] = cl
@@ -155,7 +217,7 @@ func (l *Listener) admit(raw net.Conn, key netip.Prefix) (*conn, []*conn, []any)
 	c := &conn{Conn: raw, l: l, key: key, cl: cl}
 	l.open++
 	cl.open++
-	l.waitLocked(c) // StateNew: nothing read yet
+	l.waitLocked(c, now) // StateNew: nothing read yet
 	var line []any
 	if len(victims) > 0 {
 		line = l.noteLocked(key, 0, uint64(len(victims)))
@@ -163,15 +225,46 @@ func (l *Listener) admit(raw net.Conn, key netip.Prefix) (*conn, []*conn, []any)
 	return c, victims, line
 }
 
-func oldest(waiting *list.List) *conn {
-	if e := waiting.Front(); e != nil {
-		return e.Value.(*conn)
+// victimLocked chooses the connection to close for a new one of client cl (nil: none
+// open) at the global bound, or nil.
+func (l *Listener) victimLocked(cl *client, now time.Time) *conn {
+	mine := 0
+	if cl != nil {
+		mine = cl.open
+	}
+	var heaviest *conn
+	n := 0
+	for e := l.waiting.Front(); e != nil && n < candidates; e, n = e.Next(), n+1 {
+		c := e.Value.(*conn)
+		if c.expendable {
+			return c
+		}
+		if heaviest == nil || c.cl.open > heaviest.cl.open {
+			heaviest = c
+		}
+	}
+	if heaviest != nil && heaviest.cl.open > 2*mine {
+		return heaviest
+	}
+	return l.ownVictimLocked(cl, now)
+}
+
+// ownVictimLocked returns cl's connection that has waited longest, if it is expendable or
+// has waited at least MinWait.
+func (l *Listener) ownVictimLocked(cl *client, now time.Time) *conn {
+	if cl == nil {
+		return nil
+	}
+	if e := cl.waiting.Front(); e != nil {
+		if c := e.Value.(*conn); c.expendable || now.Sub(c.since) >= l.cfg.MinWait {
+			return c
+		}
 	}
 	return nil
 }
 
 // ConnState follows the server's view of each connection: new and idle connections may be
-// evicted, active and hijacked ones may not. A connection counts against the bounds until
+// evicted, active and hijacked ones may not (unless Expendable says otherwise). A connection counts against the bounds until
 // it is closed (a hijacked one still holds a descriptor).
 func (l *Listener) ConnState(nc net.Conn, s http.ConnState) {
 	c, ok := nc.(*conn)
@@ -188,7 +281,8 @@ func (l *Listener) ConnState(nc net.Conn, s http.ConnState) {
 		// admit put it on the waiting lists.
 	case http.StateIdle:
 		l.unwaitLocked(c)
-		l.waitLocked(c) // newest now
+		c.expendable = false
+		l.waitLocked(c, time.Now()) // newest now
 	case http.StateActive, http.StateHijacked:
 		l.unwaitLocked(c)
 	case http.StateClosed:
@@ -196,7 +290,8 @@ func (l *Listener) ConnState(nc net.Conn, s http.ConnState) {
 	}
 }
 
-func (l *Listener) waitLocked(c *conn) {
+func (l *Listener) waitLocked(c *conn, now time.Time) {
+	c.since = now
 	c.inAll = l.waiting.PushBack(c)
 	c.inClient = c.cl.waiting.PushBack(c)
 }
@@ -223,14 +318,21 @@ func (l *Listener) releaseLocked(c *conn) {
 	}
 }
 
-// Close stops the listener and its pending report (open connections stay open).
+// Close stops the listener (open connections stay open) and writes the pending report.
 func (l *Listener) Close() error {
 	l.mu.Lock()
 	if l.report.timer != nil {
 		l.report.timer.Stop()
 		l.report.timer = nil
 	}
+	var line []any
+	if l.report.refused+l.report.evicted > 0 {
+		line = l.lineLocked(time.Now())
+	}
 	l.mu.Unlock()
+	if line != nil {
+		l.log.Warn("shedding connections", line...)
+	}
 	return l.Listener.Close()
 }
 
@@ -242,7 +344,9 @@ type conn struct {
 	cl  *client
 	// Guarded by l.mu:
 	released        bool
-	inAll, inClient *list.Element // non-nil while evictable
+	inAll, inClient *list.Element // non-nil while waiting (evictable)
+	since           time.Time     // when it started waiting
+	expendable      bool          // see Expendable
 }
 
 // Close closes the connection and stops counting it.

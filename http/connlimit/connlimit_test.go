@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -20,7 +21,8 @@ import (
 const failsafe = 10 * time.Second
 
 // harness is an http.Server on a loopback Listener with cfg. Its handler answers "ok",
-// or blocks until release is closed when the path is /block.
+// or blocks until release is closed when the path is /block or /expendable (which first
+// marks its connection Expendable).
 type harness struct {
 	t       *testing.T
 	l       *Listener
@@ -52,7 +54,11 @@ func newHarness(t *testing.T, cfg Config) *harness {
 	h.l = New(inner, cfg)
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path == "/block" {
+			switch r.URL.Path {
+			case "/expendable":
+				Expendable(r.Context())
+				fallthrough
+			case "/block":
 				h.entered <- struct{}{}
 				<-h.release
 			}
@@ -96,6 +102,9 @@ func (h *harness) dial(from string) *rawClient {
 		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(from)}
 	}
 	c, err := d.Dial("tcp", h.addr)
+	if err != nil && from != "" && errors.Is(err, syscall.EADDRNOTAVAIL) {
+		h.t.Skipf("needs loopback addresses beyond 127.0.0.1 (Linux has 127.0.0.0/8): %v", err)
+	}
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -154,8 +163,12 @@ func (c *rawClient) closed() bool {
 	return true
 }
 
+// quick is a MinWait short enough that a client's connections can always make room for
+// its new ones in these tests.
+const quick = time.Nanosecond
+
 func TestEvictsTheLongestIdleConnectionAtTheBound(t *testing.T) {
-	h := newHarness(t, Config{Max: 2})
+	h := newHarness(t, Config{Max: 2, MinWait: quick})
 	a, b := h.dial(""), h.dial("")
 	for _, c := range []*rawClient{a, b} {
 		if status, _ := c.get("/"); status != 200 {
@@ -185,7 +198,7 @@ func TestEvictsTheLongestIdleConnectionAtTheBound(t *testing.T) {
 }
 
 func TestEvictsUnfinishedHeadersToo(t *testing.T) {
-	h := newHarness(t, Config{Max: 2})
+	h := newHarness(t, Config{Max: 2, MinWait: quick})
 	slow := h.dial("")
 	h.waitState(http.StateNew)
 	slow.send("GET / HTTP/1.1\r\nHost: x\r\n") // never finished
@@ -278,8 +291,101 @@ func TestReportsTheRestWhenTheIntervalEnds(t *testing.T) {
 	}
 }
 
+// At the global bound a client with few connections takes the place of one of a client
+// holding many, even a younger one; a client holding many cannot churn its own young
+// connections, nor take the place of others holding about as many.
+func TestClientsWithFewConnectionsComeFirst(t *testing.T) {
+	h := newHarness(t, Config{Max: 4, MinWait: time.Hour})
+	idle := func(c *rawClient) {
+		t.Helper()
+		if status, _ := c.get("/"); status != 200 {
+			t.Fatalf("status %d", status)
+		}
+		h.waitState(http.StateIdle)
+	}
+	worker := h.dial("127.0.0.1") // the oldest connection of all
+	idle(worker)
+	var heavy []*rawClient
+	for range 3 {
+		c := h.dial("127.0.0.2")
+		idle(c)
+		heavy = append(heavy, c)
+	}
+
+	newcomer := h.dial("127.0.0.3")
+	idle(newcomer)
+	if !heavy[0].closed() {
+		t.Fatal("the oldest connection of the client holding 3 is open")
+	}
+	if status, _ := worker.get("/"); status != 200 {
+		t.Fatalf("the light client's connection, the oldest, got %d", status)
+	}
+	h.waitState(http.StateIdle)
+
+	// 127.0.0.2 holds 2 young connections, no one holds more than twice that: refused.
+	c := h.dial("127.0.0.2")
+	resp, err := http.ReadResponse(c.r, nil)
+	if err != nil || resp.StatusCode != 503 {
+		t.Fatalf("a new connection of the heaviest client: %v %v, want 503", resp, err)
+	}
+	if s := h.l.Stats(); s.Evicted != 1 || s.Refused != 1 || s.Open != 4 {
+		t.Fatalf("stats %+v, want 1 evicted, 1 refused, 4 open", s)
+	}
+	for i, c := range []*rawClient{worker, heavy[1], heavy[2], newcomer} {
+		if status, _ := c.get("/"); status != 200 {
+			t.Fatalf("connection %d got %d", i, status)
+		}
+	}
+}
+
+func TestEvictsExpendableBusyConnectionsFirst(t *testing.T) {
+	h := newHarness(t, Config{Max: 2})
+	busy := h.dial("")
+	busy.send("GET /block HTTP/1.1\r\nHost: x\r\n\r\n")
+	<-h.entered
+	expendable := h.dial("")
+	expendable.send("GET /expendable HTTP/1.1\r\nHost: x\r\n\r\n")
+	<-h.entered
+
+	c := h.dial("")
+	if status, _ := c.get("/"); status != 200 {
+		t.Fatalf("the new connection got %d, want 200", status)
+	}
+	if !expendable.closed() {
+		t.Fatal("the expendable connection is open")
+	}
+	h.unblock()
+	if resp, err := http.ReadResponse(busy.r, nil); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("the busy request: %v %v", resp, err)
+	}
+	if s := h.l.Stats(); s.Evicted != 1 || s.Refused != 0 {
+		t.Fatalf("stats %+v, want 1 evicted", s)
+	}
+}
+
+func TestReportsTheRestOnClose(t *testing.T) {
+	h := newHarness(t, Config{Max: 1, LogEvery: time.Hour})
+	busy := h.dial("")
+	busy.send("GET /block HTTP/1.1\r\nHost: x\r\n\r\n")
+	<-h.entered
+	for range 3 {
+		if c := h.dial(""); !c.closed() {
+			t.Fatal("refused connection is open")
+		}
+	}
+	<-h.logs // the first refusal
+	h.l.Close()
+	rec := <-h.logs
+	rec.Attrs(func(a slog.Attr) bool {
+		if a.Key == "refused" && a.Value.Uint64() != 2 {
+			t.Errorf("the last line reports %d refusals, want 2", a.Value.Uint64())
+		}
+		return true
+	})
+}
+
 func TestPerClientBound(t *testing.T) {
-	h := newHarness(t, Config{MaxPerClient: 1})
+	h := newHarness(t, Config{MaxPerClient: 1, MinWait: quick})
 	a := h.dial("127.0.0.1")
 	if status, _ := a.get("/"); status != 200 {
 		t.Fatalf("status %d", status)
