@@ -306,6 +306,9 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 		api := &climatehttp.Server{Leases: mgr, Hosts: mgr, Availability: mgr, Auth: auth, Logger: log}
 		var limited net.Listener
 		srv, limited = climatehttp.NewHTTPServer(api.Handler(), ln, limits, log)
+		log.Info("connection limits", "max_connections", limits.MaxConnections, "max_connections_per_client", limits.MaxConnectionsPerClient,
+			"read_header_timeout", limits.ReadHeaderTimeout, "body_timeout", limits.BodyTimeout,
+			"write_timeout", limits.WriteTimeout, "idle_timeout", limits.IdleTimeout)
 		fmt.Fprintf(stdout, "Climate %s listening on http://%s (auth: %s, role: %s)\n", version, ln.Addr(), o.auth, o.role)
 		wg.Add(1)
 		go func() {
