@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"climate"
 	"climate/http/api"
@@ -116,6 +117,9 @@ var errHeadDone = errors.New("HEAD: no body")
 // writeError is an error writing to the client: it went away.
 type writeError struct{ error }
 
+// listChunkTimeout is how long a client may take to read each 32 KiB of a streamed list.
+const listChunkTimeout = 30 * time.Second
+
 // headerOnWrite sends the status (200) with the first bytes of the body, so that until then
 // an error can still be answered as one.
 type headerOnWrite struct {
@@ -124,6 +128,10 @@ type headerOnWrite struct {
 }
 
 func (h *headerOnWrite) Write(b []byte) (int, error) {
+	// The server's write timeout bounds a whole answer; a long list sent to a slow but
+	// steady client would be cut by it. Each chunk gets its own window instead, so only a
+	// client that stops reading is cut off.
+	_ = http.NewResponseController(h.w).SetWriteDeadline(time.Now().Add(listChunkTimeout))
 	if !h.sent {
 		h.sent = true
 		h.w.Header().Set("Content-Type", "application/json")

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"os"
 	"regexp"
 	"sort"
 	"strings"
@@ -197,6 +198,9 @@ type statusRecorder struct {
 	status int
 }
 
+// Unwrap lets http.ResponseController reach the connection (deadlines, flushing).
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
 func (s *statusRecorder) WriteHeader(code int) {
 	s.status = code
 	s.ResponseWriter.WriteHeader(code)
@@ -316,6 +320,9 @@ func readObject(r *http.Request) (object, error) {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			return nil, climate.Errorf(climate.CodeTooLarge, "Request body is larger than %d bytes", MaxBodyBytes)
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, climate.Errorf(climate.CodeInvalid, "Request body not received in time: send it at once after the headers")
 		}
 		return nil, climate.Errorf(climate.CodeInvalid, "Cannot read request body: %v", err)
 	}

@@ -28,14 +28,15 @@ then requests for 10 hosts over the workload's request windows.
 
   bench load   write a book into a data directory (for "climate serve" or your own tests)
   bench plan   time the planner in process (median/p99 per request, index size)
-  bench api    time lease creation through the HTTP API of a server subprocess`,
+  bench api    time lease creation through the HTTP API of a server subprocess
+  bench soak   hold thousands of idle and slow connections while a client keeps working`,
 		Example: `  climate bench plan
   climate bench api --clients 1,4,16
   climate bench load --hosts 5000 --leases 50000 --data-dir /tmp/climate-5k`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newBenchLoadCmd(), newBenchPlanCmd(), newBenchAPICmd())
+	cmd.AddCommand(newBenchLoadCmd(), newBenchPlanCmd(), newBenchAPICmd(), newBenchSoakCmd(), newBenchSoakAttackCmd())
 	return cmd
 }
 

@@ -541,9 +541,12 @@ func peakRSS(pid int) (int64, error) {
 	return parseVmHWM(data)
 }
 
-func parseVmHWM(status []byte) (int64, error) {
+func parseVmHWM(status []byte) (int64, error) { return parseStatusKB(status, "VmHWM:") }
+
+// parseStatusKB reads a size in kB (e.g. "VmHWM:") from /proc/PID/status, in bytes.
+func parseStatusKB(status []byte, field string) (int64, error) {
 	for _, line := range strings.Split(string(status), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+		if rest, ok := strings.CutPrefix(line, field); ok {
 			f := strings.Fields(rest)
 			if len(f) != 2 || f[1] != "kB" {
 				break
@@ -555,7 +558,7 @@ func parseVmHWM(status []byte) (int64, error) {
 			return kb << 10, nil
 		}
 	}
-	return 0, errors.New("no VmHWM line in /proc/PID/status")
+	return 0, fmt.Errorf("no %s line in /proc/PID/status", strings.TrimSuffix(field, ":"))
 }
 
 // cappedBuffer keeps the first max bytes written to it; safe for concurrent use.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -45,6 +46,11 @@ type serveOptions struct {
 	// claimTTL is how long an engine's claim on due events lasts before another replica
 	// may take them over (engine.Config.ClaimTTL); hidden, for tests of takeover.
 	claimTTL time.Duration
+	// limits bound connections and clients; the zero value (options built in code, not
+	// from flags) means climatehttp.DefaultLimits with maxConnections' default.
+	limits climatehttp.Limits
+	// logTo receives the log; nil means stderr (tests read it).
+	logTo io.Writer
 }
 
 func newServeCmd() *cobra.Command {
@@ -59,9 +65,21 @@ leases on time, on an embedded SQLite database in the data directory, or on Post
 Without authentication (--auth noauth, the default) every caller is an admin unless it
 sends X-User-Id / X-Project-Id / X-Roles headers, so noauth only listens on loopback
 addresses. With --auth tokens, callers send X-Auth-Token and the tokens file maps each
-token to a user, a project and roles.`,
+token to a user, a project and roles.
+
+Connections are bounded so that slow or idle clients cannot exhaust the server: time to
+send headers (--read-header-timeout) and a body (--body-timeout), to take a response
+(--write-timeout) and to idle between requests (--idle-timeout); and connections open at
+once, in all (--max-connections, below the open-file limit) and per client address
+(--max-connections-per-client; an IPv6 client is its /64). At a bound, the connection that
+has waited longest without a request in progress (idle, or headers unfinished) is closed to
+make room; when all are busy the new connection gets 503 and is closed. Shedding is
+logged at most every 10 s, with counts.`,
 		Example: `  # Run on 127.0.0.1:1234 with data in the default directory
   climate serve
+
+  # Behind a reverse proxy on the same machine (every connection comes from 127.0.0.1)
+  climate serve --max-connections-per-client 0
 
   # Serve a team: tokens, all interfaces, data under /var/lib/climate
   climate serve --auth tokens --tokens-file /etc/climate/tokens --listen 0.0.0.0:1234 --data-dir /var/lib/climate
@@ -92,6 +110,7 @@ token to a user, a project and roles.`,
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.DurationVar(&o.claimTTL, "claim-ttl", defaultClaimTTL, "how long a claim on due events lasts before another replica's engine takes them over")
 	_ = f.MarkHidden("claim-ttl")
+	addLimitFlags(f, &o.limits)
 	addDataDirHelp(cmd)
 	return cmd
 }
@@ -114,12 +133,15 @@ func defaultDataDir() string {
 	return "climate-data"
 }
 
-func newLogger(level string) (*slog.Logger, error) {
+func newLogger(level string, w io.Writer) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+	if w == nil {
+		w = os.Stderr
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
 }
 
 // addDatabaseFlag adds --database, shared by serve and migrate.
@@ -238,7 +260,7 @@ func isLoopback(host string) bool {
 }
 
 func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]byte) (int, error) }) error {
-	log, err := newLogger(o.logLevel)
+	log, err := newLogger(o.logLevel, o.logTo)
 	if err != nil {
 		return err
 	}
@@ -254,11 +276,19 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 	}
 	var auth climatehttp.Authenticator
 	var origins *http.CrossOriginProtection
+	limits := o.limits
 	if runAPI {
 		if auth, err = authenticator(o); err != nil {
 			return err
 		}
 		if origins, err = crossOrigin(o.trustedOrigins); err != nil {
+			return err
+		}
+		if limits == (climatehttp.Limits{}) {
+			limits = climatehttp.DefaultLimits()
+			limits.MaxConnections = defaultMaxConnections()
+		}
+		if err := checkLimits(limits, log); err != nil {
 			return err
 		}
 	}
@@ -315,12 +345,16 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 			return err
 		}
 		api := &climatehttp.Server{Leases: mgr, Hosts: mgr, Availability: mgr, Auth: auth, Logger: log, CrossOrigin: origins}
-		srv = &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
+		var limited net.Listener
+		srv, limited = climatehttp.NewHTTPServer(api.Handler(), ln, limits, log)
+		log.Info("connection limits", "max_connections", limits.MaxConnections, "max_connections_per_client", limits.MaxConnectionsPerClient,
+			"read_header_timeout", limits.ReadHeaderTimeout, "body_timeout", limits.BodyTimeout,
+			"write_timeout", limits.WriteTimeout, "idle_timeout", limits.IdleTimeout)
 		fmt.Fprintf(stdout, "Climate %s listening on http://%s (auth: %s, role: %s)\n", version, ln.Addr(), o.auth, o.role)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := srv.Serve(limited); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				errc <- err
 			}
 		}()
