@@ -182,6 +182,19 @@ func TestLeaseSurvivesRestart(t *testing.T) {
 	}
 }
 
+// One engine per SQLite database: a second one is refused with a message that says what
+// to do, while API-only processes share the database freely.
+func TestSecondEngineOnSQLiteIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	startServer(t, serveOptions{dataDir: dir})
+	err := runServe(context.Background(), &serveOptions{listen: "127.0.0.1:0", auth: "noauth", role: "engine", logLevel: "error", dataDir: dir}, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "another process runs an event engine") || !strings.Contains(err.Error(), "--role api") {
+		t.Fatalf("second engine: %v; want refused, pointing to --role api", err)
+	}
+	api := startServer(t, serveOptions{dataDir: dir, role: "api"})
+	get(t, api.url+"/v1/leases")
+}
+
 func post(t *testing.T, url, body string, want int) map[string]any {
 	t.Helper()
 	resp, err := http.Post(url, "application/json", strings.NewReader(body))
