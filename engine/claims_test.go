@@ -76,12 +76,12 @@ func TestTakenOverEventIsLeftToItsNewHolder(t *testing.T) {
 	stale := New(f.store, f.clock, Config{Actions: &staleActs, Logger: quiet(), Observe: func(r Report) { staleReports = append(staleReports, r) }})
 	live := New(f.store, f.clock, Config{Actions: &liveActs, Logger: quiet(), Observe: func(r Report) { liveReports = append(liveReports, r) }})
 
-	evs := f.claim(t, stale.Instance(), DefaultClaimTTL)
-	if len(evs) != 1 || evs[0].ClaimedBy != stale.Instance() {
+	evs := f.claim(t, stale.instance, DefaultClaimTTL)
+	if len(evs) != 1 || evs[0].ClaimedBy != stale.instance {
 		t.Fatalf("stale run claimed %+v; want the start, in its name", evs)
 	}
 	f.clock.Advance(DefaultClaimTTL) // the stale run stalls past its claim
-	if taken := f.claim(t, live.Instance(), DefaultClaimTTL); len(taken) != 1 || taken[0].ID != evs[0].ID {
+	if taken := f.claim(t, live.instance, DefaultClaimTTL); len(taken) != 1 || taken[0].ID != evs[0].ID {
 		t.Fatalf("live run took over %+v; want %s", taken, evs[0].ID)
 	}
 	before, err := getLease(ctx, f.store, f.lease.ID)
@@ -158,7 +158,7 @@ func TestClaimsAreRenewedWhileAnActionRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e := l.Event(climate.EventStartLease); e.Status != climate.EventInProgress || e.ClaimedBy != eng.Instance() {
+	if e := l.Event(climate.EventStartLease); e.Status != climate.EventInProgress || e.ClaimedBy != eng.instance {
 		t.Fatalf("start event %s claimed by %q; want IN_PROGRESS by the engine", e.Status, e.ClaimedBy)
 	}
 	release.Do(func() { close(acts.release) })
@@ -180,7 +180,7 @@ func TestLeaseLeftStartingIsEndedThroughTheDriver(t *testing.T) {
 	ctx := context.Background()
 	stuck := blockingStart{entered: make(chan struct{}), release: make(chan struct{})}
 	dead := New(f.store, f.clock, Config{Actions: stuck, Logger: quiet()})
-	evs := f.claim(t, dead.Instance(), DefaultClaimTTL)
+	evs := f.claim(t, dead.instance, DefaultClaimTTL)
 	deadDone := make(chan struct{})
 	go func() { defer close(deadDone); dead.handle(ctx, evs[0]) }() // writes STARTING, then hangs in OnStart
 	<-stuck.entered

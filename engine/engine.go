@@ -88,9 +88,6 @@ func New(store climate.Store, clock climate.Clock, cfg Config) *Engine {
 	return &Engine{store: store, clock: clock, cfg: cfg, wake: make(chan struct{}, 1), instance: climate.NewID()}
 }
 
-// Instance returns the id this engine claims events under.
-func (e *Engine) Instance() string { return e.instance }
-
 // Wake makes a sleeping engine look at events again (after a commit that added or moved
 // events). It never blocks.
 func (e *Engine) Wake() {
@@ -324,9 +321,9 @@ func (e *Engine) transition(ctx context.Context, ev climate.Event, transitional 
 		if l, err = e.claimed(ctx, tx, ev); err != nil {
 			return err
 		}
-		if ev.Type == climate.EventStartLease && windowOver(l, e.clock.Now()) {
+		if now := e.clock.Now().Truncate(time.Microsecond); ev.Type == climate.EventStartLease && windowOver(l, now) {
 			over = true
-			endUnstarted(l, e.clock.Now().Truncate(time.Microsecond))
+			endUnstarted(l, now)
 			return tx.UpdateLease(ctx, l)
 		}
 		if ev.Type == climate.EventEndLease {

@@ -212,8 +212,8 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 	if o.beforeEnd < 0 {
 		return fmt.Errorf("--before-end %s: must not be negative", o.beforeEnd)
 	}
-	if o.claimTTL < 0 {
-		return fmt.Errorf("--claim-ttl %s: must not be negative", o.claimTTL)
+	if o.claimTTL < 0 || (o.claimTTL > 0 && o.claimTTL < time.Second) {
+		return fmt.Errorf("--claim-ttl %s: want at least 1s (claims are renewed every third of it)", o.claimTTL)
 	}
 	var auth climatehttp.Authenticator
 	if runAPI {

@@ -118,6 +118,7 @@ func TestServeRefusesUnsafeSettings(t *testing.T) {
 		{serveOptions{listen: "127.0.0.1:0", auth: "kerberos", role: "all"}, `--auth "kerberos"`},
 		{serveOptions{listen: "127.0.0.1:0", auth: "noauth", role: "both"}, `--role "both"`},
 		{serveOptions{listen: "127.0.0.1:0", auth: "noauth", role: "all", logLevel: "loud"}, `--log-level "loud"`},
+		{serveOptions{listen: "127.0.0.1:0", auth: "noauth", role: "all", claimTTL: 100 * time.Millisecond}, "--claim-ttl 100ms: want at least 1s"},
 	}
 	for _, tc := range cases {
 		o := tc.o
