@@ -82,6 +82,9 @@ type Event struct {
 	Status    EventStatus
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	// ClaimedBy is the engine run (its instance id) holding the event while IN_PROGRESS.
+	// Only claims write it; it is cleared when the event leaves IN_PROGRESS.
+	ClaimedBy string
 }
 
 // EventType names what an event does.

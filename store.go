@@ -63,11 +63,20 @@ type Tx interface {
 	// NextEventTime returns when the engine must next look at events: the earliest time
 	// of an UNDONE event or of an expiring IN_PROGRESS claim. ok is false when none.
 	NextEventTime(ctx context.Context) (t time.Time, ok bool, err error)
-	// ClaimDueEvents marks up to limit events IN_PROGRESS with a claim that expires at
-	// claimUntil, and returns them ordered by time (ties: end_lease, before_end_lease,
-	// start_lease, then id). Due events are UNDONE ones with Time <= now and IN_PROGRESS ones
-	// whose claim has expired (their claimer died). limit must be positive.
-	ClaimDueEvents(ctx context.Context, now, claimUntil time.Time, limit int) ([]Event, error)
+	// ClaimDueEvents marks up to limit events IN_PROGRESS, claimed by owner (an engine
+	// run's instance id) until claimUntil, and returns them ordered by time (ties: end_lease,
+	// before_end_lease, start_lease, then id). Due events are UNDONE ones with Time <= now
+	// and IN_PROGRESS ones whose claim has expired (their claimer died or stalled). limit
+	// must be positive.
+	ClaimDueEvents(ctx context.Context, owner string, now, claimUntil time.Time, limit int) ([]Event, error)
+	// RenewClaims moves to claimUntil the expiry of every claim owner holds (its
+	// heartbeat) and returns how many it renewed. A claim taken over by another owner is
+	// no longer owner's and is left alone.
+	RenewClaims(ctx context.Context, owner string, claimUntil time.Time) (int, error)
+	// ReleaseClaims hands every IN_PROGRESS event back (UNDONE, due at its own time) and
+	// returns how many: for an engine that knows every claimer but itself is dead, as the
+	// only engine on an SQLite database is when it starts.
+	ReleaseClaims(ctx context.Context) (int, error)
 }
 
 // LeaseFilter selects leases. Zero fields match everything.

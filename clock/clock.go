@@ -29,7 +29,13 @@ type Fake struct {
 	mu      sync.Mutex
 	now     time.Time
 	timers  []*fakeTimer
-	waiters []chan struct{}
+	waiters []waiter
+}
+
+// waiter is a TimerAt call waiting for a timer due at at.
+type waiter struct {
+	at time.Time
+	c  chan struct{}
 }
 
 // NewFake returns a fake clock set to t.
@@ -53,10 +59,15 @@ func (f *Fake) NewTimer(d time.Duration) climate.Timer {
 	} else {
 		f.timers = append(f.timers, t)
 	}
+	kept := f.waiters[:0]
 	for _, w := range f.waiters {
-		close(w)
+		if w.at.Equal(t.at) {
+			close(w.c)
+		} else {
+			kept = append(kept, w)
+		}
 	}
-	f.waiters = nil
+	f.waiters = kept
 	return t
 }
 
@@ -83,13 +94,20 @@ func (f *Fake) Set(t time.Time) {
 	f.timers = kept
 }
 
-// TimerCreated returns a channel closed the next time someone creates a timer, so a test
-// can wait until a sleeper has armed its timer before advancing time.
-func (f *Fake) TimerCreated() <-chan struct{} {
+// TimerAt returns a channel closed once a timer due at at is pending (at once if one is),
+// so a test can wait until a sleeper has armed its timer for that instant before moving
+// time; timers armed for other instants (another goroutine's) do not count.
+func (f *Fake) TimerAt(at time.Time) <-chan struct{} {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c := make(chan struct{})
-	f.waiters = append(f.waiters, c)
+	for _, t := range f.timers {
+		if t.at.Equal(at) {
+			close(c)
+			return c
+		}
+	}
+	f.waiters = append(f.waiters, waiter{at: at, c: c})
 	return c
 }
 

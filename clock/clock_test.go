@@ -8,14 +8,21 @@ import (
 func TestFakeTimersFireWhenTimePasses(t *testing.T) {
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	f := NewFake(t0)
-	armed := f.TimerCreated()
+	armed := f.TimerAt(t0.Add(time.Hour))
 	late := f.NewTimer(2 * time.Hour)
-	early := f.NewTimer(time.Hour)
-	stopped := f.NewTimer(30 * time.Minute)
 	select {
 	case <-armed:
+		t.Fatal("TimerAt(1h) was signalled by a timer for 2h")
 	default:
-		t.Fatal("TimerCreated was not signalled")
+	}
+	early := f.NewTimer(time.Hour)
+	stopped := f.NewTimer(30 * time.Minute)
+	for name, c := range map[string]<-chan struct{}{"armed later": armed, "already pending": f.TimerAt(t0.Add(2 * time.Hour))} {
+		select {
+		case <-c:
+		default:
+			t.Fatalf("TimerAt, %s, was not signalled", name)
+		}
 	}
 	if !stopped.Stop() || stopped.Stop() {
 		t.Fatal("Stop must report true once, then false")

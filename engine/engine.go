@@ -4,9 +4,12 @@
 // and within one instant end_lease before start_lease so a host can be handed from one
 // lease to the next.
 //
-// Delivery is at least once: a claim expires after ClaimTTL, so events claimed by a
-// process that died are taken over. Handlers are therefore idempotent: each re-reads the
-// lease and does nothing when its event is no longer IN_PROGRESS.
+// Delivery is at least once. Each run of an engine has an instance id and claims events in
+// its name for ClaimTTL, renewing its claims every ClaimTTL/3 while it handles them, so
+// the claims of a process that died lapse within ClaimTTL and another engine takes them
+// over; an engine told it is the only one (Sole) hands back every claim when it starts,
+// since their holder is dead. Handlers are therefore idempotent: each re-reads the lease
+// and does nothing unless its event is still IN_PROGRESS in this run's name.
 package engine
 
 import (
@@ -35,10 +38,19 @@ type Report struct {
 	Err     error
 }
 
+// DefaultClaimTTL is how long a claim lasts unless renewed: short, so a dead replica's
+// events are taken over within seconds, and three renewal periods long, so a live engine
+// keeps its claims through a slow write or two.
+const DefaultClaimTTL = 3 * time.Second
+
 // Config tunes the engine.
 type Config struct {
-	// ClaimTTL is how long a claim lasts before another run may take the event over.
+	// ClaimTTL is how long a claim lasts, unless renewed, before another run may take the
+	// event over (default DefaultClaimTTL). It must exceed the clock skew between replicas.
 	ClaimTTL time.Duration
+	// Sole says no other engine runs on the store (the caller holds a lock that ensures
+	// it): claims held by anyone else are a dead run's, handed back when Run starts.
+	Sole bool
 	// BatchSize bounds how many events one claim takes.
 	BatchSize int
 	Actions   Actions
@@ -54,16 +66,18 @@ type Config struct {
 
 // Engine runs due events.
 type Engine struct {
-	store climate.Store
-	clock climate.Clock
-	cfg   Config
-	wake  chan struct{}
+	store    climate.Store
+	clock    climate.Clock
+	cfg      Config
+	wake     chan struct{}
+	instance string // this run's name on its claims
+	released bool   // Sole: the dead runs' claims were handed back
 }
 
 // New returns an engine; call Run to start it.
 func New(store climate.Store, clock climate.Clock, cfg Config) *Engine {
 	if cfg.ClaimTTL <= 0 {
-		cfg.ClaimTTL = 2 * time.Minute
+		cfg.ClaimTTL = DefaultClaimTTL
 	}
 	if cfg.BatchSize <= 0 {
 		cfg.BatchSize = 64
@@ -71,7 +85,7 @@ func New(store climate.Store, clock climate.Clock, cfg Config) *Engine {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Engine{store: store, clock: clock, cfg: cfg, wake: make(chan struct{}, 1)}
+	return &Engine{store: store, clock: clock, cfg: cfg, wake: make(chan struct{}, 1), instance: climate.NewID()}
 }
 
 // Wake makes a sleeping engine look at events again (after a commit that added or moved
@@ -88,6 +102,7 @@ const errorBackoff = time.Second
 
 // Run fires events until ctx is done.
 func (e *Engine) Run(ctx context.Context) error {
+	e.cfg.Logger.Info("event engine running", "instance", e.instance, "claim_ttl", e.cfg.ClaimTTL, "sole", e.cfg.Sole)
 	for {
 		wait, err := e.runDue(ctx)
 		if ctx.Err() != nil {
@@ -130,12 +145,26 @@ func (e *Engine) sleep(ctx context.Context, d time.Duration, ok bool) bool {
 
 // runDue claims and handles events until none is due, then says how long to sleep.
 func (e *Engine) runDue(ctx context.Context) (wakeAt, error) {
+	if e.cfg.Sole && !e.released {
+		var n int
+		err := e.store.Update(ctx, func(tx climate.Tx) (err error) {
+			n, err = tx.ReleaseClaims(ctx)
+			return err
+		})
+		if err != nil {
+			return wakeAt{}, err
+		}
+		e.released = true
+		if n > 0 {
+			e.cfg.Logger.Info("event engine: took back events a previous run held when it stopped", "events", n)
+		}
+	}
 	for {
 		now := e.clock.Now()
 		var events []climate.Event
 		err := e.store.Update(ctx, func(tx climate.Tx) error {
 			var err error
-			events, err = tx.ClaimDueEvents(ctx, now, now.Add(e.cfg.ClaimTTL), e.cfg.BatchSize)
+			events, err = tx.ClaimDueEvents(ctx, e.instance, now, now.Add(e.cfg.ClaimTTL), e.cfg.BatchSize)
 			return err
 		})
 		if err != nil {
@@ -144,9 +173,11 @@ func (e *Engine) runDue(ctx context.Context) (wakeAt, error) {
 		if len(events) == 0 {
 			break
 		}
+		stop := e.keepClaims(ctx)
 		for _, ev := range startsFirst(events) {
 			e.handle(ctx, ev)
 		}
+		stop()
 	}
 	var next time.Time
 	var ok bool
@@ -159,6 +190,36 @@ func (e *Engine) runDue(ctx context.Context) (wakeAt, error) {
 		return wakeAt{}, err
 	}
 	return wakeAt{d: next.Sub(e.clock.Now()), ok: ok}, nil
+}
+
+// keepClaims renews this run's claims every ClaimTTL/3 until stop is called, so they
+// outlast a slow action and lapse within ClaimTTL of the process dying. stop returns once
+// no renewal is under way.
+func (e *Engine) keepClaims(ctx context.Context) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	every := e.cfg.ClaimTTL / 3
+	t := e.clock.NewTimer(every) // armed before the batch runs, so tests can wait for it
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C():
+			}
+			err := e.store.Update(ctx, func(tx climate.Tx) error {
+				_, err := tx.RenewClaims(ctx, e.instance, e.clock.Now().Add(e.cfg.ClaimTTL))
+				return err
+			})
+			if err != nil && ctx.Err() == nil {
+				e.cfg.Logger.Warn("event engine: renewing claims failed; retrying", "err", err, "in", every)
+			}
+			t = e.clock.NewTimer(every)
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // startsFirst reorders a claimed batch so that a lease's start_lease comes before that
@@ -254,10 +315,16 @@ func (e *Engine) beforeEnd(ctx context.Context, l *climate.Lease) error {
 // outcome. transitional is empty for events that leave the status alone.
 func (e *Engine) transition(ctx context.Context, ev climate.Event, transitional climate.LeaseStatus, target climate.ReservationStatus, action func(context.Context, *climate.Lease) error) (*climate.Lease, error) {
 	var l *climate.Lease
+	var over bool
 	err := e.store.Update(ctx, func(tx climate.Tx) error {
 		var err error
-		if l, err = claimed(ctx, tx, ev); err != nil {
+		if l, err = e.claimed(ctx, tx, ev); err != nil {
 			return err
+		}
+		if now := e.clock.Now().Truncate(time.Microsecond); ev.Type == climate.EventStartLease && windowOver(l, now) {
+			over = true
+			endUnstarted(l, now)
+			return tx.UpdateLease(ctx, l)
 		}
 		if ev.Type == climate.EventEndLease {
 			if s := l.Event(climate.EventStartLease); s != nil && (s.Status == climate.EventUndone || s.Status == climate.EventInProgress) {
@@ -282,7 +349,42 @@ func (e *Engine) transition(ctx context.Context, ev climate.Event, transitional 
 		}
 		return e.finish(ctx, ev, target, err)
 	}
+	if over {
+		e.cfg.Logger.Info("lease ended without starting: its end passed before its start was handled", "lease", l.ID, "end", l.End)
+		return l, nil
+	}
 	return e.finish(ctx, ev, target, action(ctx, l))
+}
+
+// windowOver reports whether a lease whose start is being handled has already reached its
+// end and nothing of its start has run: a restart or takeover came too late to start it.
+// A lease already STARTING is not: an earlier attempt may have begun the driver's start,
+// so it starts and then ends through the driver as usual.
+func windowOver(l *climate.Lease, now time.Time) bool {
+	end := l.Event(climate.EventEndLease)
+	return l.Status == climate.LeasePending && end != nil &&
+		(end.Status == climate.EventUndone || end.Status == climate.EventInProgress) && !end.Time.After(now)
+}
+
+// endUnstarted takes a lease whose window is over straight to its end state: every
+// unfinished event DONE, reservations deleted, TERMINATED; no driver action runs, as
+// nothing was started. A handler of another of its events claimed meanwhile then finds
+// it no longer IN_PROGRESS and does nothing.
+func endUnstarted(l *climate.Lease, now time.Time) {
+	for i := range l.Events {
+		ev := &l.Events[i]
+		if ev.Status == climate.EventUndone || ev.Status == climate.EventInProgress {
+			ev.Status, ev.UpdatedAt = climate.EventDone, now
+		}
+	}
+	for i := range l.Reservations {
+		r := &l.Reservations[i]
+		if r.Status != climate.ReservationDeleted {
+			r.Status, r.UpdatedAt = climate.ReservationDeleted, now
+		}
+	}
+	l.Status = climate.DeriveLeaseStatus(l)
+	l.UpdatedAt = now
 }
 
 // finish records an event's outcome: reservations move to target (or error), the event
@@ -291,7 +393,7 @@ func (e *Engine) finish(ctx context.Context, ev climate.Event, target climate.Re
 	var l *climate.Lease
 	err := e.store.Update(ctx, func(tx climate.Tx) error {
 		var err error
-		if l, err = claimed(ctx, tx, ev); err != nil {
+		if l, err = e.claimed(ctx, tx, ev); err != nil {
 			return err
 		}
 		now := e.clock.Now().Truncate(time.Microsecond)
@@ -326,8 +428,9 @@ func (e *Engine) finish(ctx context.Context, ev climate.Event, target climate.Re
 	return l, actionErr
 }
 
-// claimed loads ev's lease and checks that ev is still claimed (IN_PROGRESS).
-func claimed(ctx context.Context, tx climate.Tx, ev climate.Event) (*climate.Lease, error) {
+// claimed loads ev's lease and checks that ev is still claimed (IN_PROGRESS) by this run:
+// a run whose claim lapsed and was taken over must leave the event to its new holder.
+func (e *Engine) claimed(ctx context.Context, tx climate.Tx, ev climate.Event) (*climate.Lease, error) {
 	l, err := tx.GetLease(ctx, ev.LeaseID)
 	if climate.ErrorCode(err) == climate.CodeNotFound {
 		return nil, errSkip
@@ -335,7 +438,7 @@ func claimed(ctx context.Context, tx climate.Tx, ev climate.Event) (*climate.Lea
 	if err != nil {
 		return nil, err
 	}
-	if e := findEvent(l, ev.ID); e == nil || e.Status != climate.EventInProgress {
+	if cur := findEvent(l, ev.ID); cur == nil || cur.Status != climate.EventInProgress || cur.ClaimedBy != e.instance {
 		return nil, errSkip
 	}
 	return l, nil

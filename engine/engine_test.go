@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"reflect"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,6 +30,7 @@ type harness struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
 	actions engine.Actions
+	sole    bool
 }
 
 func newHarness(t *testing.T, actions engine.Actions) *harness {
@@ -49,7 +52,7 @@ func newHarness(t *testing.T, actions engine.Actions) *harness {
 
 // start runs the engine until the test ends.
 func (h *harness) start() {
-	h.eng = engine.New(h.store, h.clock, engine.Config{Actions: h.actions, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	h.eng = engine.New(h.store, h.clock, engine.Config{Actions: h.actions, Sole: h.sole, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Observe: func(r engine.Report) { h.reports <- r }})
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel, h.done = cancel, make(chan struct{})
@@ -98,12 +101,14 @@ func (h *harness) next() engine.Report {
 	}
 }
 
-// advanceTo moves the fake clock once the engine has armed its timer for the next event.
-func (h *harness) advanceTo(armed <-chan struct{}, t time.Time) {
+// advanceTo moves the fake clock to t once the engine has armed its timer for armed (it
+// sleeps until its next event).
+func (h *harness) advanceTo(armed, t time.Time) {
+	h.t.Helper()
 	select {
-	case <-armed:
+	case <-h.clock.TimerAt(armed):
 	case <-time.After(10 * time.Second):
-		h.t.Fatal("engine never armed a timer")
+		h.t.Fatalf("engine never armed a timer for %s", armed)
 	}
 	h.clock.Set(t)
 }
@@ -112,7 +117,6 @@ func TestLeaseLifecycleFiresEachEventAtItsTime(t *testing.T) {
 	h := newHarness(t, nil)
 	h.host("n1")
 	h.start()
-	armed := h.clock.TimerCreated()
 	l := h.lease("life", t0.Add(time.Hour), t0.Add(3*time.Hour))
 	if l.Status != climate.LeasePending {
 		t.Fatalf("new lease is %s", l.Status)
@@ -129,8 +133,7 @@ func TestLeaseLifecycleFiresEachEventAtItsTime(t *testing.T) {
 	}
 	for _, s := range steps {
 		// One minute early nothing fires: the engine's timer is for the event's own time.
-		h.advanceTo(armed, s.at.Add(-time.Minute))
-		armed = h.clock.TimerCreated()
+		h.advanceTo(s.at, s.at.Add(-time.Minute))
 		select {
 		case r := <-h.reports:
 			t.Fatalf("%s fired early at %s", r.Event.Type, h.clock.Now())
@@ -148,35 +151,72 @@ func TestLeaseLifecycleFiresEachEventAtItsTime(t *testing.T) {
 	}
 }
 
-// Events that fell due while no engine ran fire as soon as one starts, in time order.
-func TestMissedEventsFireInOrderAfterRestart(t *testing.T) {
-	h := newHarness(t, nil)
+// Events that fell due while no engine ran fire as soon as one starts, in time order; a
+// lease whose whole window passed meanwhile goes straight to TERMINATED and its driver
+// is not called, as there is nothing to start or end.
+func TestMissedEventsAfterRestart(t *testing.T) {
+	acts := &recorder{}
+	h := newHarness(t, acts)
 	h.host("n1")
 	a := h.lease("a", t0.Add(time.Hour), t0.Add(2*time.Hour))
 	b := h.lease("b", t0.Add(2*time.Hour), t0.Add(4*time.Hour)) // same host, back to back
-	h.clock.Set(t0.Add(5 * time.Hour))
+	name := map[string]string{a.ID: "a", b.ID: "b"}
+	h.clock.Set(t0.Add(3 * time.Hour)) // a's window is over, b's half way
 	h.start()
 	var order []string
-	for i := 0; i < 6; i++ { // a: start, before_end, end; b: start, before_end, end
-		r := h.next()
-		if r.Err != nil || r.Status == climate.LeaseError {
-			t.Fatalf("%s of %s: status %s, err %v", r.Event.Type, r.Event.LeaseID, r.Status, r.Err)
+	record := func(r engine.Report, want climate.LeaseStatus) {
+		t.Helper()
+		if r.Err != nil || r.Status != want {
+			t.Fatalf("%s of %s: status %s, err %v; want %s", r.Event.Type, name[r.Event.LeaseID], r.Status, r.Err, want)
 		}
-		name := map[string]string{a.ID: "a", b.ID: "b"}[r.Event.LeaseID]
-		order = append(order, name+":"+string(r.Event.Type))
+		order = append(order, name[r.Event.LeaseID]+":"+string(r.Event.Type))
 	}
-	want := []string{"a:start_lease", "a:before_end_lease", "a:end_lease", "b:start_lease", "b:before_end_lease", "b:end_lease"}
-	for i := range want {
-		if order[i] != want[i] {
-			t.Fatalf("order %v, want %v", order, want)
+	record(h.next(), climate.LeaseTerminated)
+	record(h.next(), climate.LeaseActive)
+	// b's before_end is next: a's other events were finished with its start, unreported.
+	h.advanceTo(t0.Add(210*time.Minute), t0.Add(5*time.Hour))
+	record(h.next(), climate.LeaseActive)
+	record(h.next(), climate.LeaseTerminated)
+	want := []string{"a:start_lease", "b:start_lease", "b:before_end_lease", "b:end_lease"}
+	if !reflect.DeepEqual(order, want) {
+		t.Fatalf("order %v, want %v", order, want)
+	}
+	got := h.get(a.ID)
+	for _, e := range got.Events {
+		if e.Status != climate.EventDone || !e.UpdatedAt.Equal(t0.Add(3*time.Hour)) {
+			t.Errorf("a's %s: %s at %s; want DONE at the restart", e.Type, e.Status, e.UpdatedAt)
 		}
 	}
-	for _, id := range []string{a.ID, b.ID} {
-		if s := h.get(id).Status; s != climate.LeaseTerminated {
-			t.Fatalf("lease %s is %s", id, s)
-		}
+	if got.Status != climate.LeaseTerminated || got.Reservations[0].Status != climate.ReservationDeleted {
+		t.Errorf("a: lease %s, reservation %s; want TERMINATED, deleted", got.Status, got.Reservations[0].Status)
+	}
+	if calls := acts.list(); !reflect.DeepEqual(calls, []string{"start b", "warn b", "end b"}) {
+		t.Errorf("driver calls %v; want only b's", calls)
 	}
 }
+
+// recorder records driver calls as "start|warn|end <lease name>" (warn: BeforeEnd).
+type recorder struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (a *recorder) add(what string, l *climate.Lease) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.calls = append(a.calls, what+" "+l.Name)
+	return nil
+}
+
+func (a *recorder) list() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.calls...)
+}
+
+func (a *recorder) OnStart(_ context.Context, l *climate.Lease) error   { return a.add("start", l) }
+func (a *recorder) OnEnd(_ context.Context, l *climate.Lease) error     { return a.add("end", l) }
+func (a *recorder) BeforeEnd(_ context.Context, l *climate.Lease) error { return a.add("warn", l) }
 
 type failingStart struct{}
 
@@ -207,22 +247,48 @@ func TestExpiredClaimIsTakenOver(t *testing.T) {
 	h.host("n1")
 	l := h.lease("orphan", t0.Add(time.Minute), t0.Add(time.Hour))
 	h.clock.Set(t0.Add(time.Minute))
+	expiry := h.clock.Now().Add(engine.DefaultClaimTTL)
+	h.claim("dead run", expiry, 1)
+	h.start()
+	h.advanceTo(expiry, expiry)
+	r := h.next()
+	if r.Event.Type != climate.EventStartLease || r.Err != nil || !r.Handled.Equal(expiry) {
+		t.Fatalf("report %+v; want the start handled at the claim's expiry", r)
+	}
+	if s := h.get(l.ID).Status; s != climate.LeaseActive {
+		t.Fatalf("lease is %s", s)
+	}
+}
+
+// claim claims the due events for owner until until, as another engine run would, and
+// checks that there are n.
+func (h *harness) claim(owner string, until time.Time, n int) {
+	h.t.Helper()
 	err := h.store.Update(context.Background(), func(tx climate.Tx) error {
-		evs, err := tx.ClaimDueEvents(context.Background(), h.clock.Now(), h.clock.Now().Add(time.Minute), 10)
-		if len(evs) != 1 {
-			t.Fatalf("claimed %d events", len(evs))
+		evs, err := tx.ClaimDueEvents(context.Background(), owner, h.clock.Now(), until, 64)
+		if err == nil && len(evs) != n {
+			h.t.Errorf("claimed %d events, want %d", len(evs), n)
 		}
 		return err
 	})
 	if err != nil {
-		t.Fatal(err)
+		h.t.Fatal(err)
 	}
-	armed := h.clock.TimerCreated()
+}
+
+// A sole engine (the only one on its database) that starts knows the claims it finds are
+// a dead run's: it takes them back at once instead of waiting for them to expire.
+func TestSoleEngineTakesBackClaimsAtStart(t *testing.T) {
+	h := newHarness(t, nil)
+	h.host("n1")
+	l := h.lease("orphan", t0.Add(time.Minute), t0.Add(time.Hour))
+	h.clock.Set(t0.Add(time.Minute))
+	h.claim("previous run", h.clock.Now().Add(time.Hour), 1)
+	h.sole = true
 	h.start()
-	h.advanceTo(armed, t0.Add(2*time.Minute))
 	r := h.next()
-	if r.Event.Type != climate.EventStartLease || r.Err != nil {
-		t.Fatalf("report %+v", r)
+	if r.Event.Type != climate.EventStartLease || r.Err != nil || !r.Handled.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("report %+v; want the start handled at once", r)
 	}
 	if s := h.get(l.ID).Status; s != climate.LeaseActive {
 		t.Fatalf("lease is %s", s)

@@ -60,7 +60,7 @@ func TestStaleClaimRerunDoesNothingPostgres(t *testing.T) {
 		var claimed []climate.Event
 		err := st.Update(ctx, func(tx climate.Tx) error {
 			var err error
-			claimed, err = tx.ClaimDueEvents(ctx, clk.Now(), clk.Now().Add(time.Minute), 64)
+			claimed, err = tx.ClaimDueEvents(ctx, stale.instance, clk.Now(), clk.Now().Add(time.Minute), 64)
 			return err
 		})
 		if err != nil || len(claimed) != 1 {

@@ -29,19 +29,19 @@ const dueOrder = `ORDER BY time, CASE event_type WHEN 'end_lease' THEN 0 WHEN 'b
 // not rely on it: FOR UPDATE SKIP LOCKED passes over rows another transaction is claiming,
 // and under READ COMMITTED a row claimed and committed meanwhile is re-checked against the
 // WHERE clause (it is no longer due) before it is locked.
-func (t *tx) ClaimDueEvents(ctx context.Context, now, claimUntil time.Time, limit int) ([]climate.Event, error) {
+func (t *tx) ClaimDueEvents(ctx context.Context, owner string, now, claimUntil time.Time, limit int) ([]climate.Event, error) {
 	if err := t.writable(); err != nil {
 		return nil, err
 	}
 	rows, err := t.q.Query(ctx, `WITH due AS (
-			SELECT id FROM events
-			WHERE (status = 'UNDONE' AND time <= $2) OR (status = 'IN_PROGRESS' AND claimed_until <= $2)
-			`+dueOrder+` LIMIT $3
+			SELECT id AS due_id FROM events
+			WHERE (status = 'UNDONE' AND time <= $3) OR (status = 'IN_PROGRESS' AND claimed_until <= $3)
+			`+dueOrder+` LIMIT $4
 			FOR UPDATE SKIP LOCKED)
-		UPDATE events e SET status = 'IN_PROGRESS', claimed_until = $1, updated_at = $2
-		FROM due WHERE e.id = due.id
-		RETURNING e.id, e.lease_id, e.event_type, e.time, e.status, e.created_at, e.updated_at`,
-		ts(claimUntil), ts(now), limit)
+		UPDATE events e SET status = 'IN_PROGRESS', claimed_by = $1, claimed_until = $2, updated_at = $3
+		FROM due WHERE e.id = due.due_id
+		RETURNING `+eventColumns,
+		owner, ts(claimUntil), ts(now), limit)
 	if err != nil {
 		return nil, dbError(err)
 	}
@@ -61,14 +61,46 @@ func (t *tx) ClaimDueEvents(ctx context.Context, now, claimUntil time.Time, limi
 	return out, nil
 }
 
-// scanEvent reads an event row selected as id, lease_id, event_type, time, status,
-// created_at, updated_at.
+// RenewClaims extends owner's claims. The update changes neither time nor status, so it
+// wakes no engine.
+func (t *tx) RenewClaims(ctx context.Context, owner string, claimUntil time.Time) (int, error) {
+	if err := t.writable(); err != nil {
+		return 0, err
+	}
+	tag, err := t.q.Exec(ctx, `UPDATE events SET claimed_until = $1 WHERE status = 'IN_PROGRESS' AND claimed_by = $2`,
+		ts(claimUntil), owner)
+	if err != nil {
+		return 0, dbError(err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// ReleaseClaims hands every claimed event back; the NOTIFY trigger wakes the engines.
+func (t *tx) ReleaseClaims(ctx context.Context) (int, error) {
+	if err := t.writable(); err != nil {
+		return 0, err
+	}
+	tag, err := t.q.Exec(ctx, `UPDATE events SET status = 'UNDONE', claimed_by = NULL, claimed_until = NULL WHERE status = 'IN_PROGRESS'`)
+	if err != nil {
+		return 0, dbError(err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// eventColumns are the columns scanEvent reads, in order.
+const eventColumns = `id, lease_id, event_type, time, status, claimed_by, created_at, updated_at`
+
+// scanEvent reads an event row selected as eventColumns.
 func scanEvent(s scanner) (climate.Event, error) {
 	var e climate.Event
 	var updated *time.Time
-	if err := s.Scan(&e.ID, &e.LeaseID, &e.Type, &e.Time, &e.Status, &e.CreatedAt, &updated); err != nil {
+	var claimedBy *string
+	if err := s.Scan(&e.ID, &e.LeaseID, &e.Type, &e.Time, &e.Status, &claimedBy, &e.CreatedAt, &updated); err != nil {
 		return e, dbError(err)
 	}
 	e.Time, e.CreatedAt, e.UpdatedAt = fromTS(e.Time), fromTS(e.CreatedAt), fromNullTS(updated)
+	if claimedBy != nil {
+		e.ClaimedBy = *claimedBy
+	}
 	return e, nil
 }

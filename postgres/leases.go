@@ -155,7 +155,7 @@ func (t *tx) loadLeases(ctx context.Context, q string, args []any, every bool) (
 		return nil, dbError(err)
 	}
 
-	rows, err = t.q.Query(ctx, `SELECT id, lease_id, event_type, time, status, created_at, updated_at
+	rows, err = t.q.Query(ctx, `SELECT `+eventColumns+`
 		FROM events`+in+` ORDER BY created_at, id`, childArgs...)
 	if err != nil {
 		return nil, dbError(err)
@@ -329,19 +329,21 @@ func (t *tx) UpdateLease(ctx context.Context, l *climate.Lease) error {
 	}
 	for _, e := range l.Events {
 		e = normEvent(l.ID, e)
-		if old, had := oldEv[e.ID]; !had {
+		old, had := oldEv[e.ID]
+		e.ClaimedBy = old.ClaimedBy // the claim is written by the claimer only
+		if !had {
 			if err := t.insertEvent(ctx, l.ID, e); err != nil {
 				return err
 			}
 		} else if old != e {
 			// The claim belongs to whoever holds the event; it ends only when the event
 			// leaves IN_PROGRESS.
-			claim := `claimed_until`
+			endClaim := ``
 			if e.Status != climate.EventInProgress {
-				claim = `NULL`
+				endClaim = `, claimed_by = NULL, claimed_until = NULL`
 			}
-			if _, err := t.q.Exec(ctx, `UPDATE events SET event_type = $1, time = $2, status = $3, claimed_until = `+claim+`,
-				created_at = $4, updated_at = $5 WHERE id = $6`,
+			if _, err := t.q.Exec(ctx, `UPDATE events SET event_type = $1, time = $2, status = $3,
+				created_at = $4, updated_at = $5`+endClaim+` WHERE id = $6`,
 				e.Type, e.Time, e.Status, e.CreatedAt, nullTS(e.UpdatedAt), e.ID); err != nil {
 				return dbError(err)
 			}

@@ -148,7 +148,7 @@ func (t *tx) loadLeases(ctx context.Context, q string, args []any, every bool) (
 		return nil, internal(err)
 	}
 
-	rows, err = t.q.QueryContext(ctx, `SELECT id, lease_id, event_type, time, status, created_at, updated_at
+	rows, err = t.q.QueryContext(ctx, `SELECT `+eventColumns+`
 		FROM events`+in+` ORDER BY created_at, id`, childArgs...)
 	if err != nil {
 		return nil, internal(err)
@@ -308,19 +308,21 @@ func (t *tx) UpdateLease(ctx context.Context, l *climate.Lease) error {
 	}
 	for _, e := range l.Events {
 		e = normEvent(l.ID, e)
-		if old, had := oldEv[e.ID]; !had {
+		old, had := oldEv[e.ID]
+		e.ClaimedBy = old.ClaimedBy // the claim is written by the claimer only
+		if !had {
 			if err := t.insertEvent(ctx, l.ID, e); err != nil {
 				return err
 			}
 		} else if old != e {
 			// The claim belongs to whoever holds the event; it ends only when the event
 			// leaves IN_PROGRESS.
-			claim := `claimed_until`
+			endClaim := ``
 			if e.Status != climate.EventInProgress {
-				claim = `NULL`
+				endClaim = `, claimed_by = NULL, claimed_until = NULL`
 			}
-			if _, err := t.q.ExecContext(ctx, `UPDATE events SET event_type = ?, time = ?, status = ?, claimed_until = `+claim+`,
-				created_at = ?, updated_at = ? WHERE id = ?`,
+			if _, err := t.q.ExecContext(ctx, `UPDATE events SET event_type = ?, time = ?, status = ?,
+				created_at = ?, updated_at = ?`+endClaim+` WHERE id = ?`,
 				e.Type, micros(e.Time), e.Status, micros(e.CreatedAt), nullMicros(e.UpdatedAt), e.ID); err != nil {
 				return internal(err)
 			}

@@ -296,7 +296,7 @@ func testInventoryRevision(t *testing.T, s climate.Store) {
 		return tx.UpdateLease(ctx, l)
 	})
 	step("ClaimDueEvents", false, func(tx climate.Tx) error {
-		_, err := tx.ClaimDueEvents(ctx, now, now.Add(time.Minute), 10)
+		_, err := tx.ClaimDueEvents(ctx, "run-1", now, now.Add(time.Minute), 10)
 		return err
 	})
 	step("DeleteLease", false, func(tx climate.Tx) error { return tx.DeleteLease(ctx, "l1") })
@@ -328,7 +328,7 @@ func testAllocationRevision(t *testing.T, s climate.Store) {
 		return tx.UpdateLease(ctx, l)
 	})
 	step("ClaimDueEvents", false, func(tx climate.Tx) error {
-		_, err := tx.ClaimDueEvents(ctx, now, now.Add(time.Minute), 10)
+		_, err := tx.ClaimDueEvents(ctx, "run-1", now, now.Add(time.Minute), 10)
 		return err
 	})
 	step("UpdateLease moving the window", true, func(tx climate.Tx) error {

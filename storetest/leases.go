@@ -292,7 +292,7 @@ func testUpdateLeaseSyncsChildren(t *testing.T, s climate.Store) {
 	})
 	// The dropped before_end event is gone, the added one is due at its time.
 	update(t, s, func(tx climate.Tx) error {
-		evs, err := tx.ClaimDueEvents(ctx, newEnd.Add(-time.Minute), newEnd, 10)
+		evs, err := tx.ClaimDueEvents(ctx, "run-1", newEnd.Add(-time.Minute), newEnd, 10)
 		if got := eventIDs(evs); err != nil || !reflect.DeepEqual(got, []string{"other-e1", "other-e2", "l1-e4"}) {
 			t.Errorf("due events after UpdateLease: %v, %v; want other's start and end, then l1-e4", got, err)
 		}
@@ -308,7 +308,7 @@ func testUpdateLeaseKeepsClaims(t *testing.T, s climate.Store) {
 	insertLeases(t, s, l)
 	claimUntil := now.Add(5 * time.Minute)
 	update(t, s, func(tx climate.Tx) error {
-		evs, err := tx.ClaimDueEvents(ctx, now, claimUntil, 10)
+		evs, err := tx.ClaimDueEvents(ctx, "run-1", now, claimUntil, 10)
 		if got := eventIDs(evs); err != nil || !reflect.DeepEqual(got, []string{"l1-e1"}) {
 			t.Fatalf("claim: %v, %v; want [l1-e1]", got, err)
 		}
@@ -333,10 +333,14 @@ func testUpdateLeaseKeepsClaims(t *testing.T, s climate.Store) {
 	}
 	l.Name, l.UpdatedAt = "renamed", now.Add(time.Second)
 	l.Event(climate.EventStartLease).UpdatedAt = now.Add(time.Second)
+	l.Event(climate.EventStartLease).ClaimedBy = "run-2" // only claims write the claimer
 	update(t, s, func(tx climate.Tx) error { return tx.UpdateLease(ctx, l) })
 	checkNext(claimUntil)
+	if by := getLease(t, s, "l1").Event(climate.EventStartLease).ClaimedBy; by != "run-1" {
+		t.Errorf("claimed by %q after UpdateLease, want run-1", by)
+	}
 	update(t, s, func(tx climate.Tx) error {
-		evs, err := tx.ClaimDueEvents(ctx, now.Add(time.Minute), now.Add(10*time.Minute), 10)
+		evs, err := tx.ClaimDueEvents(ctx, "run-1", now.Add(time.Minute), now.Add(10*time.Minute), 10)
 		if err != nil || len(evs) != 0 {
 			t.Errorf("claim while claimed: %v, %v; want none", eventIDs(evs), err)
 		}
@@ -348,7 +352,7 @@ func testUpdateLeaseKeepsClaims(t *testing.T, s climate.Store) {
 	update(t, s, func(tx climate.Tx) error { return tx.UpdateLease(ctx, l) })
 	checkNext(now.Add(-time.Minute))
 	update(t, s, func(tx climate.Tx) error {
-		evs, err := tx.ClaimDueEvents(ctx, now.Add(time.Minute), now.Add(10*time.Minute), 10)
+		evs, err := tx.ClaimDueEvents(ctx, "run-1", now.Add(time.Minute), now.Add(10*time.Minute), 10)
 		if got := eventIDs(evs); err != nil || !reflect.DeepEqual(got, []string{"l1-e1"}) {
 			t.Errorf("claim after UNDONE: %v, %v; want [l1-e1]", got, err)
 		}
@@ -360,8 +364,17 @@ func testUpdateLeaseKeepsClaims(t *testing.T, s climate.Store) {
 	l.Event(climate.EventStartLease).Status = climate.EventDone
 	update(t, s, func(tx climate.Tx) error { return tx.UpdateLease(ctx, l) })
 	checkNext(now.Add(time.Hour))
+	if by := getLease(t, s, "l1").Event(climate.EventStartLease).ClaimedBy; by != "" {
+		t.Errorf("DONE event claimed by %q, want nobody", by)
+	}
 	update(t, s, func(tx climate.Tx) error {
-		evs, err := tx.ClaimDueEvents(ctx, now.Add(30*time.Minute), now.Add(40*time.Minute), 10)
+		if n, err := tx.RenewClaims(ctx, "run-1", now.Add(time.Hour)); err != nil || n != 0 {
+			t.Errorf("RenewClaims after DONE: %d, %v; want 0", n, err)
+		}
+		return nil
+	})
+	update(t, s, func(tx climate.Tx) error {
+		evs, err := tx.ClaimDueEvents(ctx, "run-1", now.Add(30*time.Minute), now.Add(40*time.Minute), 10)
 		if err != nil || len(evs) != 0 {
 			t.Errorf("claim after DONE: %v, %v; want none", eventIDs(evs), err)
 		}
@@ -394,7 +407,7 @@ func testDeleteLeaseCascades(t *testing.T, s climate.Store) {
 		return nil
 	})
 	update(t, s, func(tx climate.Tx) error {
-		evs, err := tx.ClaimDueEvents(ctx, end.Add(time.Hour), end.Add(2*time.Hour), 10)
+		evs, err := tx.ClaimDueEvents(ctx, "run-1", end.Add(time.Hour), end.Add(2*time.Hour), 10)
 		if got := eventIDs(evs); err != nil || !reflect.DeepEqual(got, []string{"kept-e1", "kept-e2"}) {
 			t.Errorf("claimable events after delete: %v, %v; want only kept's", got, err)
 		}

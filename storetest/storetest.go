@@ -316,7 +316,15 @@ func testViewRejectsWrites(t *testing.T, s climate.Store) {
 			return tx.UpdateResourceProperty(ctx, &climate.ResourceProperty{ResourceType: climate.ResourceTypeHost, Name: "gpu", Private: true})
 		},
 		"ClaimDueEvents": func(tx climate.Tx) error {
-			_, err := tx.ClaimDueEvents(ctx, now, now.Add(time.Minute), 10)
+			_, err := tx.ClaimDueEvents(ctx, "run-1", now, now.Add(time.Minute), 10)
+			return err
+		},
+		"RenewClaims": func(tx climate.Tx) error {
+			_, err := tx.RenewClaims(ctx, "run-1", now.Add(time.Minute))
+			return err
+		},
+		"ReleaseClaims": func(tx climate.Tx) error {
+			_, err := tx.ReleaseClaims(ctx)
 			return err
 		},
 	}
@@ -344,7 +352,7 @@ func testViewRejectsWrites(t *testing.T, s climate.Store) {
 	})
 	// The start event is due and still claimable: the View claim wrote nothing.
 	update(t, s, func(tx climate.Tx) error {
-		evs, err := tx.ClaimDueEvents(ctx, now, now.Add(time.Minute), 10)
+		evs, err := tx.ClaimDueEvents(ctx, "run-1", now, now.Add(time.Minute), 10)
 		if got := eventIDs(evs); err != nil || !reflect.DeepEqual(got, []string{"l1-e1"}) {
 			t.Errorf("ClaimDueEvents after View claim: %v, %v; want [l1-e1]", got, err)
 		}

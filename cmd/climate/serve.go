@@ -43,8 +43,8 @@ type serveOptions struct {
 	role           string
 	beforeEnd      time.Duration
 	logLevel       string
-	// claimTTL is how long an engine's claim on due events lasts before another replica
-	// may take them over (engine.Config.ClaimTTL); hidden, for tests of takeover.
+	// claimTTL is how long an engine's claim on due events lasts, unless renewed, before
+	// another replica may take them over (engine.Config.ClaimTTL); hidden, for tests.
 	claimTTL time.Duration
 	// limits bound connections and clients; the zero value (options built in code, not
 	// from flags) means climatehttp.DefaultLimits with maxConnections' default.
@@ -108,15 +108,12 @@ logged at most every 10 s, with counts.`,
 	f.StringVar(&o.role, "role", "all", "what this process runs: all, api (REST API only) or engine (events only)")
 	f.DurationVar(&o.beforeEnd, "before-end", manager.DefaultBeforeEnd, "default time before a lease's end when before_end_lease fires (0 = no such event)")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	f.DurationVar(&o.claimTTL, "claim-ttl", defaultClaimTTL, "how long a claim on due events lasts before another replica's engine takes them over")
+	f.DurationVar(&o.claimTTL, "claim-ttl", engine.DefaultClaimTTL, "how long a claim on due events lasts unless its engine renews it (every third of it) before another replica's engine takes them over")
 	_ = f.MarkHidden("claim-ttl")
 	addLimitFlags(f, &o.limits)
 	addDataDirHelp(cmd)
 	return cmd
 }
-
-// defaultClaimTTL is the engine's claim expiry unless --claim-ttl says otherwise.
-const defaultClaimTTL = 2 * time.Minute
 
 func addDataDirHelp(cmd *cobra.Command) {
 	cmd.Flags().Lookup("data-dir").Usage += " (default: $XDG_DATA_HOME/climate or ~/.local/share/climate)"
@@ -271,8 +268,8 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 	if o.beforeEnd < 0 {
 		return fmt.Errorf("--before-end %s: must not be negative", o.beforeEnd)
 	}
-	if o.claimTTL < 0 {
-		return fmt.Errorf("--claim-ttl %s: must not be negative", o.claimTTL)
+	if o.claimTTL < 0 || (o.claimTTL > 0 && o.claimTTL < time.Second) {
+		return fmt.Errorf("--claim-ttl %s: want at least 1s (claims are renewed every third of it)", o.claimTTL)
 	}
 	var auth climatehttp.Authenticator
 	var origins *http.CrossOriginProtection
@@ -313,7 +310,24 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 	}
 	var eng *engine.Engine
 	if runEngine {
-		eng = engine.New(st, clk, engine.Config{Logger: log, MaxSleep: maxSleep, ClaimTTL: o.claimTTL, Observe: logHandled(log)})
+		sole := false
+		if !onPostgres {
+			// One engine per SQLite database: holding the lock, it knows claims it finds are
+			// a dead run's and takes them back at once.
+			release, err := sqlite.LockEngine(path)
+			switch {
+			case errors.Is(err, errors.ErrUnsupported):
+				log.Warn("no engine lock on this system: events a killed engine held wait for their claims to expire")
+			case errors.Is(err, sqlite.ErrEngineLocked):
+				return fmt.Errorf("%w: stop it, or run this process with --role api (several engines need PostgreSQL)", err)
+			case err != nil:
+				return err
+			default:
+				defer release()
+				sole = true
+			}
+		}
+		eng = engine.New(st, clk, engine.Config{Logger: log, MaxSleep: maxSleep, ClaimTTL: o.claimTTL, Sole: sole, Observe: logHandled(log)})
 	}
 	mgr := manager.New(st, clk, manager.Config{
 		BeforeEnd: o.beforeEnd,

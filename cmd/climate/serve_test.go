@@ -124,6 +124,7 @@ func TestServeRefusesUnsafeSettings(t *testing.T) {
 		{serveOptions{listen: "127.0.0.1:0", auth: "kerberos", role: "all"}, `--auth "kerberos"`},
 		{serveOptions{listen: "127.0.0.1:0", auth: "noauth", role: "both"}, `--role "both"`},
 		{serveOptions{listen: "127.0.0.1:0", auth: "noauth", role: "all", logLevel: "loud"}, `--log-level "loud"`},
+		{serveOptions{listen: "127.0.0.1:0", auth: "noauth", role: "all", claimTTL: 100 * time.Millisecond}, "--claim-ttl 100ms: want at least 1s"},
 	}
 	for _, tc := range cases {
 		o := tc.o
@@ -186,6 +187,19 @@ func TestLeaseSurvivesRestart(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond) // polling the API as a client would; the engine is not observable otherwise
 	}
+}
+
+// One engine per SQLite database: a second one is refused with a message that says what
+// to do, while API-only processes share the database freely.
+func TestSecondEngineOnSQLiteIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	startServer(t, serveOptions{dataDir: dir})
+	err := runServe(context.Background(), &serveOptions{listen: "127.0.0.1:0", auth: "noauth", role: "engine", logLevel: "error", dataDir: dir}, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "another process runs an event engine") || !strings.Contains(err.Error(), "--role api") {
+		t.Fatalf("second engine: %v; want refused, pointing to --role api", err)
+	}
+	api := startServer(t, serveOptions{dataDir: dir, role: "api"})
+	get(t, api.url+"/v1/leases")
 }
 
 func post(t *testing.T, url, body string, want int) map[string]any {
