@@ -361,7 +361,10 @@ func badCases() []badCase {
 // TestBadInput sends every kind of bad input the API takes and checks that each gets a
 // 4xx in Blazar's error shape saying what is wrong, and that none changes anything.
 func TestBadInput(t *testing.T) {
-	e := newEnv(t, nil)
+	onEachStore(t, testBadInput)
+}
+
+func testBadInput(t *testing.T, e *env) {
 	vars := seed(e)
 	before := e.state(vars)
 	seen := map[string]bool{}

@@ -40,66 +40,68 @@ const maxHeapDuringRandomRequests = 256 << 20
 // well-formed 2xx or 4xx, never a 5xx (a panic is one); a refused request changes nothing
 // an admin can see; and the heap stays bounded.
 func TestRandomRequests(t *testing.T) {
-	stores := map[string]func(t *testing.T) climate.Store{
-		"sqlite": func(t *testing.T) climate.Store {
-			st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "climate.db"))
-			if err != nil {
-				t.Fatal(err)
+	onEachStore(t, func(t *testing.T, e *env) {
+		g := &generator{rng: rand.New(rand.NewPCG(*propertySeed, 0x5eed)), vars: seed(e)}
+		g.leases = []string{g.vars["lease"], g.vars["alease"]}
+		g.reservations = []string{g.vars["res"], g.vars["ares"]}
+		state := e.state(g.vars)
+		var peak uint64
+		statuses := map[int]int{}
+		for i := range *propertyRequests {
+			c := g.request()
+			r := e.do(c)
+			statuses[r.status]++
+			where := fmt.Sprintf("request %d (-property.seed=%d): %s %s %.300s", i, *propertySeed, c.method, c.path, c.body)
+			if r.status >= 500 || r.status < 200 {
+				t.Fatalf("%s\n→ %.500s", where, r)
 			}
-			return st
+			if c.method != http.MethodHead && r.status != http.StatusNoContent && !json.Valid(r.body) {
+				t.Fatalf("%s\n→ a body that is not JSON: %.500s", where, r.body)
+			}
+			if r.status >= 400 && c.method != http.MethodHead {
+				checkErrorBody(t, r)
+			}
+			switch {
+			case r.status >= 400 && c.method != http.MethodGet && c.method != http.MethodHead:
+				if now := e.state(g.vars); now != state {
+					t.Fatalf("%s\n→ %.300s, yet it changed the state: %s", where, r, stateDiff(state, now))
+				}
+			case r.status < 300 && c.method != http.MethodGet && c.method != http.MethodHead:
+				g.learn(e, c, r)
+				state = e.state(g.vars)
+			}
+			if i%50 == 0 {
+				var m runtime.MemStats
+				runtime.ReadMemStats(&m)
+				peak = max(peak, m.HeapAlloc)
+			}
+		}
+		t.Logf("%d requests, statuses %v, peak heap %.1f MB", *propertyRequests, statuses, float64(peak)/(1<<20))
+		if peak > maxHeapDuringRandomRequests {
+			t.Errorf("peak heap %d MB, want at most %d MB", peak>>20, maxHeapDuringRandomRequests>>20)
+		}
+	})
+}
+
+// onEachStore runs fn against the API over SQLite, then over PostgreSQL (skipped without
+// CLIMATE_TEST_POSTGRES), so that both stores answer every input alike.
+func onEachStore(t *testing.T, fn func(t *testing.T, e *env)) {
+	open := map[string]func(t *testing.T) (climate.Store, error){
+		"sqlite": func(t *testing.T) (climate.Store, error) {
+			return sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "climate.db"))
 		},
-		"postgres": func(t *testing.T) climate.Store {
-			st, err := postgres.Open(context.Background(), postgres.TestDSN(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return st
+		"postgres": func(t *testing.T) (climate.Store, error) {
+			return postgres.Open(context.Background(), postgres.TestDSN(t))
 		},
 	}
 	for _, name := range []string{"sqlite", "postgres"} {
 		t.Run(name, func(t *testing.T) {
-			st := stores[name](t)
+			st, err := open[name](t)
+			if err != nil {
+				t.Fatal(err)
+			}
 			t.Cleanup(func() { st.Close() })
-			e := newEnvOn(t, st)
-			g := &generator{rng: rand.New(rand.NewPCG(*propertySeed, 0x5eed)), vars: seed(e)}
-			g.leases = []string{g.vars["lease"], g.vars["alease"]}
-			g.reservations = []string{g.vars["res"], g.vars["ares"]}
-			state := e.state(g.vars)
-			var peak uint64
-			statuses := map[int]int{}
-			for i := range *propertyRequests {
-				c := g.request()
-				r := e.do(c)
-				statuses[r.status]++
-				where := fmt.Sprintf("request %d (-property.seed=%d): %s %s %.300s", i, *propertySeed, c.method, c.path, c.body)
-				if r.status >= 500 || r.status < 200 {
-					t.Fatalf("%s\n→ %.500s", where, r)
-				}
-				if c.method != http.MethodHead && r.status != http.StatusNoContent && !json.Valid(r.body) {
-					t.Fatalf("%s\n→ a body that is not JSON: %.500s", where, r.body)
-				}
-				if r.status >= 400 && c.method != http.MethodHead {
-					checkErrorBody(t, r)
-				}
-				switch {
-				case r.status >= 400 && c.method != http.MethodGet && c.method != http.MethodHead:
-					if now := e.state(g.vars); now != state {
-						t.Fatalf("%s\n→ %.300s, yet it changed the state: %s", where, r, stateDiff(state, now))
-					}
-				case r.status < 300 && c.method != http.MethodGet && c.method != http.MethodHead:
-					g.learn(e, c, r)
-					state = e.state(g.vars)
-				}
-				if i%50 == 0 {
-					var m runtime.MemStats
-					runtime.ReadMemStats(&m)
-					peak = max(peak, m.HeapAlloc)
-				}
-			}
-			t.Logf("%d requests, statuses %v, peak heap %.1f MB", *propertyRequests, statuses, float64(peak)/(1<<20))
-			if peak > maxHeapDuringRandomRequests {
-				t.Errorf("peak heap %d MB, want at most %d MB", peak>>20, maxHeapDuringRandomRequests>>20)
-			}
+			fn(t, newEnvOn(t, st))
 		})
 	}
 }
