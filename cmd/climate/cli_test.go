@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -524,26 +525,34 @@ func TestCLICompletion(t *testing.T) {
 
 var (
 	buildOnce sync.Once
+	binDir    string
 	binPath   string
 	buildErr  error
 )
 
-// climateBinary builds the climate binary once per test run.
+// TestMain removes the binary climateBinary built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// climateBinary builds the climate binary once per test run (the tests that run it as a
+// user or an operator would: CLI errors, crashes, replicas, the soak).
 func climateBinary(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds the climate binary")
 	}
 	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "climate-bin")
-		if err != nil {
-			buildErr = err
+		if binDir, buildErr = os.MkdirTemp("", "climate-bin"); buildErr != nil {
 			return
 		}
-		binPath = filepath.Join(dir, "climate")
+		binPath = filepath.Join(binDir, "climate")
 		if out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput(); err != nil {
-			buildErr = err
-			t.Logf("%s", out)
+			buildErr = fmt.Errorf("%w\n%s", err, out)
 		}
 	})
 	if buildErr != nil {

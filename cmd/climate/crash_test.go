@@ -30,7 +30,7 @@ func TestKilledServerRestartedStartsLeasesOnTime(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs and kills a server subprocess")
 	}
-	bin := buildClimate(t)
+	bin := climateBinary(t)
 	dir := t.TempDir()
 	const (
 		nLeases  = 150

@@ -35,7 +35,7 @@ func TestReplicaKilledWhileFiringEvents(t *testing.T) {
 		t.Skip("runs 3 server subprocesses and kills one")
 	}
 	dsn := postgres.TestDSN(t)
-	bin := buildClimate(t)
+	bin := climateBinary(t)
 	const (
 		nLeases  = 200
 		bursts   = 40 // leases start in 40 bursts of 5, 75 ms apart

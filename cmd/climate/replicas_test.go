@@ -9,8 +9,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -23,17 +21,6 @@ import (
 )
 
 var auditDuration = flag.Duration("audit-duration", 60*time.Second, "how long TestReplicasConcurrencyAudit's clients run")
-
-// buildClimate builds the climate binary (without -race, so replicas run at full speed)
-// into a temporary directory and returns its path.
-func buildClimate(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "climate")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // startReplicas starts n `climate serve` subprocesses of bin with args; replica i's stderr
 // also goes to logs[i] when logs is not nil. They are stopped when the test ends.
@@ -125,7 +112,7 @@ func TestReplicasConcurrencyAudit(t *testing.T) {
 		t.Skip("runs 3 server subprocesses for -audit-duration (60 s)")
 	}
 	dsn := postgres.TestDSN(t)
-	bin := buildClimate(t)
+	bin := climateBinary(t)
 	const (
 		nReplicas = 3
 		nClients  = 32
