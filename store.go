@@ -77,6 +77,9 @@ type Tx interface {
 	// returns how many: for an engine that knows every claimer but itself is dead, as the
 	// only engine on an SQLite database is when it starts.
 	ReleaseClaims(ctx context.Context) (int, error)
+
+	// The notification outbox, written in the transactions of the changes it reports.
+	Outbox
 }
 
 // LeaseFilter selects leases. Zero fields match everything.

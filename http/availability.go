@@ -85,7 +85,7 @@ type slotJSON = api.Slot
 func toSlotsJSON(slots []climate.Slot) []slotJSON {
 	out := make([]slotJSON, 0, len(slots))
 	for _, s := range slots {
-		out = append(out, slotJSON{StartDate: perfectTime(s.Start), EndDate: perfectTime(s.End), FreeHosts: s.Free})
+		out = append(out, slotJSON{StartDate: api.FormatTime(s.Start), EndDate: api.FormatTime(s.End), FreeHosts: s.Free})
 	}
 	return out
 }

@@ -15,7 +15,7 @@ func (s *Server) listLeases(r *http.Request, who climate.Identity) (int, any, er
 	return list(r, "leases", q.Limit, func(emit func(any, string) error) (bool, error) {
 		return s.Leases.ListLeases(r.Context(), who, q, func(batch []climate.Lease) error {
 			for i := range batch {
-				if err := emit(toLeaseJSON(&batch[i]), batch[i].ID); err != nil {
+				if err := emit(api.LeaseOf(&batch[i]), batch[i].ID); err != nil {
 					return err
 				}
 			}
@@ -38,7 +38,7 @@ func (s *Server) createLease(r *http.Request, who climate.Identity) (int, any, e
 		return 0, nil, err
 	}
 	if req.DryRun {
-		out := toLeaseJSON(l)
+		out := api.LeaseOf(l)
 		for i, res := range l.Reservations {
 			for _, a := range res.Allocations {
 				out.Reservations[i].Hosts = append(out.Reservations[i].Hosts, a.ResourceID)
@@ -46,7 +46,7 @@ func (s *Server) createLease(r *http.Request, who climate.Identity) (int, any, e
 		}
 		return http.StatusOK, map[string]any{"lease": out, "dry_run": true}, nil
 	}
-	return http.StatusCreated, map[string]any{"lease": toLeaseJSON(l)}, nil
+	return http.StatusCreated, map[string]any{"lease": api.LeaseOf(l)}, nil
 }
 
 func (s *Server) getLease(r *http.Request, who climate.Identity) (int, any, error) {
@@ -54,7 +54,7 @@ func (s *Server) getLease(r *http.Request, who climate.Identity) (int, any, erro
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, map[string]any{"lease": toLeaseJSON(l)}, nil
+	return http.StatusOK, map[string]any{"lease": api.LeaseOf(l)}, nil
 }
 
 func (s *Server) updateLease(r *http.Request, who climate.Identity) (int, any, error) {
@@ -70,7 +70,7 @@ func (s *Server) updateLease(r *http.Request, who climate.Identity) (int, any, e
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, map[string]any{"lease": toLeaseJSON(l)}, nil
+	return http.StatusOK, map[string]any{"lease": api.LeaseOf(l)}, nil
 }
 
 func (s *Server) deleteLease(r *http.Request, who climate.Identity) (int, any, error) {
@@ -141,7 +141,7 @@ type (
 func toAllocationJSON(a climate.HostAllocation) allocationJSON {
 	out := allocationJSON{ResourceID: a.HostID, Reservations: make([]allocatedReservJSON, 0, len(a.Reservations))}
 	for _, r := range a.Reservations {
-		out.Reservations = append(out.Reservations, allocatedReservJSON{ID: r.ID, LeaseID: r.LeaseID, StartDate: perfectTime(r.Start), EndDate: perfectTime(r.End)})
+		out.Reservations = append(out.Reservations, allocatedReservJSON{ID: r.ID, LeaseID: r.LeaseID, StartDate: api.FormatTime(r.Start), EndDate: api.FormatTime(r.End)})
 	}
 	return out
 }
@@ -237,6 +237,6 @@ func (s *Server) setProperty(r *http.Request, who climate.Identity) (int, any, e
 	}
 	return http.StatusOK, map[string]any{"resource_property": map[string]any{
 		"id": p.ID, "resource_type": p.ResourceType, "property_name": p.Name, "private": p.Private,
-		"created_at": isoSpace(p.CreatedAt), "updated_at": nullableTime(p.UpdatedAt),
+		"created_at": api.FormatCreated(p.CreatedAt), "updated_at": api.FormatUpdated(p.UpdatedAt),
 	}}, nil
 }

@@ -19,26 +19,6 @@ const (
 	apiDateFormat     = api.DateFormat
 )
 
-func perfectTime(t time.Time) string { return t.UTC().Format(perfectTimeFormat) }
-
-// isoSpace formats like Python's isoformat(' '): microseconds only when non-zero.
-func isoSpace(t time.Time) string {
-	t = t.UTC()
-	if t.Nanosecond()/1000 != 0 {
-		return t.Format("2006-01-02 15:04:05.000000")
-	}
-	return t.Format("2006-01-02 15:04:05")
-}
-
-// nullableTime renders an updated_at: null when never set.
-func nullableTime(t time.Time) *string {
-	if t.IsZero() {
-		return nil
-	}
-	s := isoSpace(t)
-	return &s
-}
-
 // dateLayouts are the input forms accepted for dates, besides "now": Blazar's minute form,
 // with seconds, RFC 3339, and the form this API writes, so output can be fed back.
 var dateLayouts = []string{apiDateFormat, "2006-01-02 15:04:05", time.RFC3339Nano, "2006-01-02T15:04:05.999999", "2006-01-02T15:04"}
@@ -69,32 +49,6 @@ type (
 	eventJSON       = api.Event
 )
 
-func toLeaseJSON(l *climate.Lease) leaseJSON {
-	out := leaseJSON{
-		ID: l.ID, Name: l.Name, StartDate: perfectTime(l.Start), EndDate: perfectTime(l.End),
-		Status: string(l.Status), Degraded: l.Degraded, UserID: l.UserID, ProjectID: l.ProjectID,
-		TrustID: l.TrustID, CreatedAt: isoSpace(l.CreatedAt), UpdatedAt: nullableTime(l.UpdatedAt),
-		Reservations: make([]reservationJSON, 0, len(l.Reservations)),
-		Events:       make([]eventJSON, 0, len(l.Events)),
-	}
-	for _, r := range l.Reservations {
-		out.Reservations = append(out.Reservations, reservationJSON{
-			ID: r.ID, LeaseID: r.LeaseID, ResourceID: r.ID, ResourceType: r.ResourceType,
-			Status: string(r.Status), MissingResources: r.MissingResources, ResourcesChanged: r.ResourcesChanged,
-			CreatedAt: isoSpace(r.CreatedAt), UpdatedAt: nullableTime(r.UpdatedAt),
-			Min: r.Min, Max: r.Max, HypervisorProperties: r.HypervisorProperties,
-			ResourceProperties: r.ResourceProperties, BeforeEnd: r.BeforeEnd,
-		})
-	}
-	for _, e := range l.Events {
-		out.Events = append(out.Events, eventJSON{
-			ID: e.ID, LeaseID: e.LeaseID, EventType: string(e.Type), Time: perfectTime(e.Time),
-			Status: string(e.Status), CreatedAt: isoSpace(e.CreatedAt), UpdatedAt: nullableTime(e.UpdatedAt),
-		})
-	}
-	return out
-}
-
 // toHostJSON renders a host with its extra capabilities flattened in, as Blazar does.
 func toHostJSON(h *climate.Host) map[string]any {
 	out := make(map[string]any, 16+len(h.Extra))
@@ -114,8 +68,8 @@ func toHostJSON(h *climate.Host) map[string]any {
 	out["trust_id"] = h.TrustID
 	out["reservable"] = h.Reservable
 	out["status"] = nil
-	out["created_at"] = isoSpace(h.CreatedAt)
-	out["updated_at"] = nullableTime(h.UpdatedAt)
+	out["created_at"] = api.FormatCreated(h.CreatedAt)
+	out["updated_at"] = api.FormatUpdated(h.UpdatedAt)
 	return out
 }
 

@@ -40,6 +40,7 @@ func Run(t *testing.T, open func(t *testing.T) climate.Store) {
 		{"AllocationRevision", testAllocationRevision},
 		{"AllocationLog", testAllocationLog},
 		{"ClaimDueEvents", testClaimDueEvents},
+		{"Outbox", testOutbox},
 		{"Rollback", testRollback},
 		{"CancelledContext", testCancelledContext},
 		{"ViewRejectsWrites", testViewRejectsWrites},

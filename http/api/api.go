@@ -270,3 +270,51 @@ func (h *Host) UnmarshalJSON(b []byte) error {
 	}
 	return nil
 }
+
+// FormatTime writes a lease date or event time (oslo's PERFECT_TIME_FORMAT, UTC).
+func FormatTime(t time.Time) string { return t.UTC().Format(TimeFormat) }
+
+// FormatCreated formats a created_at or updated_at like Python's isoformat(' '): microseconds only when non-zero.
+func FormatCreated(t time.Time) string {
+	t = t.UTC()
+	if t.Nanosecond()/1000 != 0 {
+		return t.Format("2006-01-02 15:04:05.000000")
+	}
+	return t.Format("2006-01-02 15:04:05")
+}
+
+// FormatUpdated renders an updated_at: null when never set.
+func FormatUpdated(t time.Time) *string {
+	if t.IsZero() {
+		return nil
+	}
+	s := FormatCreated(t)
+	return &s
+}
+
+// LeaseOf is a lease as the API shows it (and notifications carry it).
+func LeaseOf(l *climate.Lease) Lease {
+	out := Lease{
+		ID: l.ID, Name: l.Name, StartDate: FormatTime(l.Start), EndDate: FormatTime(l.End),
+		Status: string(l.Status), Degraded: l.Degraded, UserID: l.UserID, ProjectID: l.ProjectID,
+		TrustID: l.TrustID, CreatedAt: FormatCreated(l.CreatedAt), UpdatedAt: FormatUpdated(l.UpdatedAt),
+		Reservations: make([]Reservation, 0, len(l.Reservations)),
+		Events:       make([]Event, 0, len(l.Events)),
+	}
+	for _, r := range l.Reservations {
+		out.Reservations = append(out.Reservations, Reservation{
+			ID: r.ID, LeaseID: r.LeaseID, ResourceID: r.ID, ResourceType: r.ResourceType,
+			Status: string(r.Status), MissingResources: r.MissingResources, ResourcesChanged: r.ResourcesChanged,
+			CreatedAt: FormatCreated(r.CreatedAt), UpdatedAt: FormatUpdated(r.UpdatedAt),
+			Min: r.Min, Max: r.Max, HypervisorProperties: r.HypervisorProperties,
+			ResourceProperties: r.ResourceProperties, BeforeEnd: r.BeforeEnd,
+		})
+	}
+	for _, e := range l.Events {
+		out.Events = append(out.Events, Event{
+			ID: e.ID, LeaseID: e.LeaseID, EventType: string(e.Type), Time: FormatTime(e.Time),
+			Status: string(e.Status), CreatedAt: FormatCreated(e.CreatedAt), UpdatedAt: FormatUpdated(e.UpdatedAt),
+		})
+	}
+	return out
+}

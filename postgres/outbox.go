@@ -1,0 +1,85 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"climate"
+)
+
+// AddNotification writes n to the outbox, assigning n.Seq. Writers are serialized, so the
+// identity value taken here is in commit order.
+func (t *tx) AddNotification(ctx context.Context, n *climate.Notification) error {
+	if err := t.writable(); err != nil {
+		return err
+	}
+	err := t.q.QueryRow(ctx, `INSERT INTO notifications (id, event_type, lease_id, project_id, payload, error, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING seq`,
+		n.ID, n.EventType, n.LeaseID, n.ProjectID, n.Payload, n.Error, ts(n.CreatedAt)).Scan(&n.Seq)
+	return dbError(err)
+}
+
+// Notifications returns up to limit notifications after the given Seq, in Seq order.
+func (t *tx) Notifications(ctx context.Context, after int64, limit int) ([]climate.Notification, error) {
+	rows, err := t.q.Query(ctx, `SELECT seq, id, event_type, lease_id, project_id, payload, error, created_at
+		FROM notifications WHERE seq > $1 ORDER BY seq LIMIT $2`, after, limit)
+	if err != nil {
+		return nil, dbError(err)
+	}
+	defer rows.Close()
+	var out []climate.Notification
+	for rows.Next() {
+		var n climate.Notification
+		if err := rows.Scan(&n.Seq, &n.ID, &n.EventType, &n.LeaseID, &n.ProjectID, &n.Payload, &n.Error, &n.CreatedAt); err != nil {
+			return nil, dbError(err)
+		}
+		n.CreatedAt = fromTS(n.CreatedAt)
+		out = append(out, n)
+	}
+	return out, dbError(rows.Err())
+}
+
+// LastNotificationSeq returns the highest Seq written.
+func (t *tx) LastNotificationSeq(ctx context.Context) (int64, error) {
+	var seq *int64
+	if err := t.q.QueryRow(ctx, `SELECT max(seq) FROM notifications`).Scan(&seq); err != nil || seq == nil {
+		return 0, dbError(err)
+	}
+	return *seq, nil
+}
+
+// DeliveryCursor returns a destination's cursor.
+func (t *tx) DeliveryCursor(ctx context.Context, destination string) (climate.DeliveryCursor, bool, error) {
+	c := climate.DeliveryCursor{Destination: destination}
+	var next *time.Time
+	err := t.q.QueryRow(ctx, `SELECT position, attempts, next_attempt, last_error, updated_at
+		FROM delivery_cursors WHERE destination = $1`, destination).Scan(&c.Position, &c.Attempts, &next, &c.LastError, &c.UpdatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return c, false, nil
+	}
+	if err != nil {
+		return c, false, dbError(err)
+	}
+	c.NextAttempt, c.UpdatedAt = fromNullTS(next), fromTS(c.UpdatedAt)
+	return c, true, nil
+}
+
+// SaveDeliveryCursor writes a cursor; its position never moves back.
+func (t *tx) SaveDeliveryCursor(ctx context.Context, c *climate.DeliveryCursor) error {
+	if err := t.writable(); err != nil {
+		return err
+	}
+	_, err := t.q.Exec(ctx, `INSERT INTO delivery_cursors AS d (destination, position, attempts, next_attempt, last_error, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT (destination) DO UPDATE SET
+			attempts = CASE WHEN EXCLUDED.position >= d.position THEN EXCLUDED.attempts ELSE d.attempts END,
+			next_attempt = CASE WHEN EXCLUDED.position >= d.position THEN EXCLUDED.next_attempt ELSE d.next_attempt END,
+			last_error = CASE WHEN EXCLUDED.position >= d.position THEN EXCLUDED.last_error ELSE d.last_error END,
+			position = greatest(d.position, EXCLUDED.position),
+			updated_at = EXCLUDED.updated_at`,
+		c.Destination, c.Position, c.Attempts, nullTS(c.NextAttempt), c.LastError, ts(c.UpdatedAt))
+	return dbError(err)
+}
