@@ -95,6 +95,8 @@ const (
 	EventStartLease     EventType = "start_lease"
 	EventEndLease       EventType = "end_lease"
 	EventBeforeEndLease EventType = "before_end_lease"
+	// EventBeforeStartLease is a heads-up before a lease starts (Climate's extension).
+	EventBeforeStartLease EventType = "before_start_lease"
 )
 
 // EventStatus is an event's progress.

@@ -56,9 +56,11 @@ func (d Date) IsSet() bool { return d.Now || d.Earliest || !d.Time.IsZero() }
 
 // LeaseRequest is a request to create a lease.
 type LeaseRequest struct {
-	Name         string
-	Start, End   Date
-	BeforeEnd    *time.Time
+	Name       string
+	Start, End Date
+	BeforeEnd  *time.Time
+	// BeforeStart, when set, is when before_start_lease fires (Climate's extension).
+	BeforeStart  *time.Time
 	Reservations []ReservationRequest
 	// Duration and Deadline go with Start.Earliest: the lease lasts Duration and must end
 	// by Deadline (zero: a year from now).
@@ -115,6 +117,7 @@ type LeaseUpdate struct {
 	Name         *string
 	Start, End   Date
 	BeforeEnd    *time.Time
+	BeforeStart  *time.Time
 	Reservations []ReservationRequest
 }
 

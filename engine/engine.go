@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"climate"
+	"climate/notify"
 )
 
 // Actions are the side effects of lease events on real infrastructure (a driver). Nil
@@ -54,8 +55,9 @@ type Config struct {
 	// BatchSize bounds how many events one claim takes.
 	BatchSize int
 	Actions   Actions
-	// Notify is told "lease.event.<type>" after each handled event.
-	Notify func(ctx context.Context, eventType string, l *climate.Lease)
+	// Notified, when set, is called after an event's outcome (and its notification, written
+	// in the same transaction) is committed, so the delivery worker sends it at once.
+	Notified func()
 	// Observe, when set, is called after each handled event.
 	Observe func(Report)
 	// MaxSleep, when positive, bounds how long the engine sleeps without re-reading the
@@ -223,7 +225,8 @@ func (e *Engine) keepClaims(ctx context.Context) (stop func()) {
 }
 
 // startsFirst reorders a claimed batch so that a lease's start_lease comes before that
-// lease's other events (a before_end clamped to the start shares its instant).
+// lease's other events (a before_end clamped to the start shares its instant), except its
+// before_start_lease heads-up, which stays before it.
 func startsFirst(events []climate.Event) []climate.Event {
 	out := make([]climate.Event, 0, len(events))
 	done := make([]bool, len(events))
@@ -231,7 +234,7 @@ func startsFirst(events []climate.Event) []climate.Event {
 		if done[i] {
 			continue
 		}
-		if ev.Type != climate.EventStartLease {
+		if ev.Type != climate.EventStartLease && ev.Type != climate.EventBeforeStartLease {
 			for j := i + 1; j < len(events); j++ {
 				if !done[j] && events[j].LeaseID == ev.LeaseID && events[j].Type == climate.EventStartLease {
 					out = append(out, events[j])
@@ -261,6 +264,8 @@ func (e *Engine) handle(ctx context.Context, ev climate.Event) {
 		l, rep.Err = e.transition(ctx, ev, climate.LeaseTerminating, climate.ReservationDeleted, e.onEnd)
 	case climate.EventBeforeEndLease:
 		l, rep.Err = e.transition(ctx, ev, "", "", e.beforeEnd)
+	case climate.EventBeforeStartLease:
+		l, rep.Err = e.transition(ctx, ev, "", "", noAction) // a heads-up: its notification is the point
 	default:
 		l, rep.Err = e.finish(ctx, ev, "", fmt.Errorf("unknown event type %q", ev.Type))
 	}
@@ -281,13 +286,15 @@ func (e *Engine) handle(ctx context.Context, ev climate.Event) {
 	} else {
 		log.Info("event fired", "status", rep.Status)
 	}
-	if l != nil && e.cfg.Notify != nil {
-		e.cfg.Notify(ctx, "lease.event."+string(ev.Type), l)
+	if l != nil && e.cfg.Notified != nil {
+		e.cfg.Notified()
 	}
 	if e.cfg.Observe != nil {
 		e.cfg.Observe(rep)
 	}
 }
+
+func noAction(context.Context, *climate.Lease) error { return nil }
 
 func (e *Engine) onStart(ctx context.Context, l *climate.Lease) error {
 	if e.cfg.Actions == nil {
@@ -324,7 +331,11 @@ func (e *Engine) transition(ctx context.Context, ev climate.Event, transitional 
 		if now := e.clock.Now().Truncate(time.Microsecond); ev.Type == climate.EventStartLease && windowOver(l, now) {
 			over = true
 			endUnstarted(l, now)
-			return tx.UpdateLease(ctx, l)
+			if err := tx.UpdateLease(ctx, l); err != nil {
+				return err
+			}
+			// The lease reached its end state; nothing started, so nothing else is told.
+			return notify.Add(ctx, tx, climate.NotifyEvent(climate.EventEndLease), l, nil, now)
 		}
 		if ev.Type == climate.EventEndLease {
 			if s := l.Event(climate.EventStartLease); s != nil && (s.Status == climate.EventUndone || s.Status == climate.EventInProgress) {
@@ -416,11 +427,14 @@ func (e *Engine) finish(ctx context.Context, ev climate.Event, target climate.Re
 		if actionErr != nil {
 			evp.Status = climate.EventError
 		}
-		if ev.Type != climate.EventBeforeEndLease {
+		if ev.Type == climate.EventStartLease || ev.Type == climate.EventEndLease {
 			l.Status = climate.DeriveLeaseStatus(l)
 		}
 		l.UpdatedAt = now
-		return tx.UpdateLease(ctx, l)
+		if err := tx.UpdateLease(ctx, l); err != nil {
+			return err
+		}
+		return notify.Add(ctx, tx, climate.NotifyEvent(ev.Type), l, actionErr, now)
 	})
 	if err != nil {
 		return l, err

@@ -245,15 +245,18 @@ func decodeReservations(o object, update bool) ([]climate.ReservationRequest, er
 }
 
 // beforeEndDate decodes before_end_date, which has no "now" form.
-func beforeEndDate(o object) (*time.Time, error) {
-	d, err := o.date("before_end_date")
-	if err != nil || !d.IsSet() {
+func beforeEndDate(o object) (*time.Time, error) { return optionalInstant(o, "before_end_date") }
+
+// beforeStartDate decodes before_start_date (Climate's extension), a date.
+func beforeStartDate(o object) (*time.Time, error) { return optionalInstant(o, "before_start_date") }
+
+// optionalInstant decodes a date field that must be a point in time, nil when absent.
+func optionalInstant(o object, key string) (*time.Time, error) {
+	t, err := o.instant(key)
+	if err != nil || t.IsZero() {
 		return nil, err
 	}
-	if d.Now || d.Earliest {
-		return nil, climate.Errorf(climate.CodeInvalid, "before_end_date must be a date")
-	}
-	return &d.Time, nil
+	return &t, nil
 }
 
 func parseDuration(s string) (time.Duration, bool) { return api.ParseDuration(s) }
@@ -300,7 +303,7 @@ func (o object) instant(key string) (time.Time, error) {
 
 func decodeLeaseRequest(o object) (climate.LeaseRequest, error) {
 	var req climate.LeaseRequest
-	if err := o.only("a lease", "name", "start_date", "end_date", "before_end_date", "reservations", "events",
+	if err := o.only("a lease", "name", "start_date", "end_date", "before_end_date", "before_start_date", "reservations", "events",
 		"duration", "deadline", "dry_run"); err != nil {
 		return req, err
 	}
@@ -328,6 +331,9 @@ func decodeLeaseRequest(o object) (climate.LeaseRequest, error) {
 		return req, err
 	}
 	if req.BeforeEnd, err = beforeEndDate(o); err != nil {
+		return req, err
+	}
+	if req.BeforeStart, err = beforeStartDate(o); err != nil {
 		return req, err
 	}
 	if err := noUserEvents(o); err != nil {
@@ -360,7 +366,7 @@ func noUserEvents(o object) error {
 
 func decodeLeaseUpdate(o object) (climate.LeaseUpdate, error) {
 	var u climate.LeaseUpdate
-	if err := o.only("a lease update", "name", "start_date", "end_date", "before_end_date", "reservations", "events"); err != nil {
+	if err := o.only("a lease update", "name", "start_date", "end_date", "before_end_date", "before_start_date", "reservations", "events"); err != nil {
 		return u, err
 	}
 	var err error
@@ -377,6 +383,9 @@ func decodeLeaseUpdate(o object) (climate.LeaseUpdate, error) {
 		return u, err
 	}
 	if u.BeforeEnd, err = beforeEndDate(o); err != nil {
+		return u, err
+	}
+	if u.BeforeStart, err = beforeStartDate(o); err != nil {
 		return u, err
 	}
 	if err := noUserEvents(o); err != nil {

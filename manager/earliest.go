@@ -69,7 +69,7 @@ func (m *Manager) placeEarliest(l *climate.Lease, a *availability, s *slotSearch
 			s.duration, r.Min, s.after.Format(time.RFC3339), s.deadline.Format(time.RFC3339))
 	}
 	l.Start, l.End = slots[0].Start, slots[0].End
-	return m.setEvents(l, nil, s.now)
+	return m.setEvents(l, nil, nil, s.now)
 }
 
 // EarliestSlots finds the earliest windows in which q.Count matching hosts are free. Any

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"climate"
+	"climate/notify"
 	"climate/plan"
 	"climate/query"
 )
@@ -115,11 +116,16 @@ func (m *Manager) CreateLease(ctx context.Context, who climate.Identity, req cli
 		if !l.End.After(l.Start) {
 			return nil, invalid("End date must be later than start date.")
 		}
-		if err := m.setEvents(l, req.BeforeEnd, now); err != nil {
+		if err := m.setEvents(l, req.BeforeEnd, req.BeforeStart, now); err != nil {
 			return nil, err
 		}
 	}
-	err := m.planAndCommit(ctx, l, nil, planOptions{dryRun: req.DryRun, search: search}, func(tx climate.Tx) error { return tx.InsertLease(ctx, l) })
+	err := m.planAndCommit(ctx, l, nil, planOptions{dryRun: req.DryRun, search: search}, func(tx climate.Tx) error {
+		if err := tx.InsertLease(ctx, l); err != nil {
+			return err
+		}
+		return notify.Add(ctx, tx, climate.NotifyLeaseCreate, l, nil, now)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -127,13 +133,17 @@ func (m *Manager) CreateLease(ctx context.Context, who climate.Identity, req cli
 		return l, nil
 	}
 	m.eventsChanged()
-	m.notify(ctx, "lease.create", l)
+	m.notified()
 	return l, nil
 }
 
-// setEvents gives a new lease its start, end and before_end events.
-func (m *Manager) setEvents(l *climate.Lease, beforeEndGiven *time.Time, now time.Time) error {
+// setEvents gives a new lease its start, end, before_end and before_start events.
+func (m *Manager) setEvents(l *climate.Lease, beforeEndGiven, beforeStartGiven *time.Time, now time.Time) error {
 	beforeEnd, err := m.beforeEndTime(beforeEndGiven, l.Start, l.End)
+	if err != nil {
+		return err
+	}
+	beforeStart, err := m.beforeStartTime(beforeStartGiven, l.Start, now)
 	if err != nil {
 		return err
 	}
@@ -144,7 +154,27 @@ func (m *Manager) setEvents(l *climate.Lease, beforeEndGiven *time.Time, now tim
 	if !beforeEnd.IsZero() {
 		l.Events = append(l.Events, climate.Event{ID: climate.NewID(), LeaseID: l.ID, Type: climate.EventBeforeEndLease, Time: beforeEnd, Status: climate.EventUndone, CreatedAt: now})
 	}
+	if !beforeStart.IsZero() {
+		l.Events = append(l.Events, climate.Event{ID: climate.NewID(), LeaseID: l.ID, Type: climate.EventBeforeStartLease, Time: beforeStart, Status: climate.EventUndone, CreatedAt: now})
+	}
 	return nil
+}
+
+// beforeStartTime returns when the before_start_lease heads-up fires, or zero for none:
+// the given time, which must lie between now and the start, or the server's lead before
+// the start, if the start is at least that far away.
+func (m *Manager) beforeStartTime(given *time.Time, start, now time.Time) (time.Time, error) {
+	if given != nil {
+		t := given.UTC().Truncate(time.Microsecond)
+		if t.Before(now.Truncate(time.Minute)) || !t.Before(start) {
+			return time.Time{}, invalid("before_start_date must be between now and the start date")
+		}
+		return t, nil
+	}
+	if t := start.Add(-m.cfg.BeforeStart); m.cfg.BeforeStart > 0 && !t.Before(now) {
+		return t, nil
+	}
+	return time.Time{}, nil
 }
 
 // beforeEndTime returns when the before_end_lease event fires, or zero for none.
@@ -397,7 +427,7 @@ func (m *Manager) UpdateLease(ctx context.Context, who climate.Identity, id stri
 	if !cur.Status.IsStable() {
 		return nil, climate.Errorf(climate.CodeConflict, "Lease %s is %s; it can be updated once that finishes", id, cur.Status)
 	}
-	if u.Name == nil && !u.Start.IsSet() && !u.End.IsSet() && u.BeforeEnd == nil && len(u.Reservations) == 0 {
+	if u.Name == nil && !u.Start.IsSet() && !u.End.IsSet() && u.BeforeEnd == nil && u.BeforeStart == nil && len(u.Reservations) == 0 {
 		return cur, nil // nothing to change: no write, no new updated_at
 	}
 	now := m.now()
@@ -412,7 +442,7 @@ func (m *Manager) UpdateLease(ctx context.Context, who climate.Identity, id stri
 		}
 		l.Name = *u.Name
 	}
-	renameOnly := !u.Start.IsSet() && !u.End.IsSet() && u.BeforeEnd == nil && len(u.Reservations) == 0
+	renameOnly := !u.Start.IsSet() && !u.End.IsSet() && u.BeforeEnd == nil && u.BeforeStart == nil && len(u.Reservations) == 0
 	if renameOnly {
 		return l, m.commitUpdate(ctx, cur, l, false)
 	}
@@ -516,7 +546,54 @@ func (m *Manager) UpdateLease(ctx context.Context, who climate.Identity, id stri
 			l.Events = append(l.Events, climate.Event{ID: climate.NewID(), LeaseID: l.ID, Type: climate.EventBeforeEndLease, Time: t, Status: climate.EventUndone, CreatedAt: now})
 		}
 	}
+	if err := m.moveBeforeStart(l, cur, u.BeforeStart, started, now); err != nil {
+		return nil, err
+	}
 	return l, m.commitUpdate(ctx, cur, l, true)
+}
+
+// moveBeforeStart keeps the before_start_lease heads-up with an updated lease: at the given
+// time, or at its distance from the moved start (the server's lead for a lease without
+// one). A heads-up that would now be in the past is dropped, unless it already fired.
+func (m *Manager) moveBeforeStart(l, cur *climate.Lease, given *time.Time, started bool, now time.Time) error {
+	if started {
+		if given != nil {
+			return invalid("before_start_date cannot be set on a lease that has started")
+		}
+		return nil
+	}
+	var t time.Time
+	if e := cur.Event(climate.EventBeforeStartLease); e != nil && given == nil {
+		t = l.Start.Add(-cur.Start.Sub(e.Time))
+		if e.Status != climate.EventUndone && !t.After(now) {
+			return nil // it fired, and would not fire again
+		}
+	} else {
+		var err error
+		if t, err = m.beforeStartTime(given, l.Start, now); err != nil {
+			return err
+		}
+	}
+	kept := l.Events[:0]
+	for _, e := range l.Events {
+		if e.Type != climate.EventBeforeStartLease {
+			kept = append(kept, e)
+		}
+	}
+	l.Events = kept
+	if t.IsZero() || t.Before(now) {
+		return nil
+	}
+	if e := cur.Event(climate.EventBeforeStartLease); e != nil {
+		moved := *e
+		if !moved.Time.Equal(t) || moved.Status != climate.EventUndone {
+			moved.Time, moved.Status, moved.UpdatedAt = t, climate.EventUndone, now
+		}
+		l.Events = append(l.Events, moved)
+		return nil
+	}
+	l.Events = append(l.Events, climate.Event{ID: climate.NewID(), LeaseID: l.ID, Type: climate.EventBeforeStartLease, Time: t, Status: climate.EventUndone, CreatedAt: now})
+	return nil
 }
 
 // commitUpdate writes l over cur, re-planning hosts when replan is set. The write fails
@@ -530,7 +607,10 @@ func (m *Manager) commitUpdate(ctx context.Context, cur, l *climate.Lease, repla
 		if !sameProgress(now, cur) {
 			return climate.Errorf(climate.CodeConflict, "Lease %s changed status (now %s) while it was being updated; try again", l.ID, now.Status)
 		}
-		return tx.UpdateLease(ctx, l)
+		if err := tx.UpdateLease(ctx, l); err != nil {
+			return err
+		}
+		return notify.Add(ctx, tx, climate.NotifyLeaseUpdate, l, nil, l.UpdatedAt)
 	}
 	var err error
 	if replan {
@@ -542,7 +622,7 @@ func (m *Manager) commitUpdate(ctx context.Context, cur, l *climate.Lease, repla
 		return err
 	}
 	m.eventsChanged()
-	m.notify(ctx, "lease.update", l)
+	m.notified()
 	return nil
 }
 
@@ -563,13 +643,16 @@ func (m *Manager) DeleteLease(ctx context.Context, who climate.Identity, id stri
 			}
 		}
 		deleted = l
-		return tx.DeleteLease(ctx, id)
+		if err := tx.DeleteLease(ctx, id); err != nil {
+			return err
+		}
+		return notify.Add(ctx, tx, climate.NotifyLeaseDelete, l, nil, m.now())
 	}, func() []climate.Allocation { return allocationsOf(deleted) }, func() []climate.Allocation { return nil })
 	if err != nil {
 		return err
 	}
 	m.eventsChanged()
-	m.notify(ctx, "lease.delete", deleted)
+	m.notified()
 	return nil
 }
 

@@ -5,7 +5,6 @@
 package manager
 
 import (
-	"context"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,11 +33,16 @@ type Config struct {
 	// BeforeEnd is how long before a lease's end the before_end_lease event fires when the
 	// request names no before_end_date; 0 disables the default event. Blazar: 60 minutes.
 	BeforeEnd time.Duration
+	// BeforeStart is how long before a lease's start the before_start_lease heads-up fires
+	// when the request names no before_start_date; 0 disables it. The event is not created
+	// when the start is nearer than that.
+	BeforeStart time.Duration
 	// EventsChanged, when set, is called after a commit that added or moved events, so the
 	// engine can wake up before its timer if an event is now due earlier.
 	EventsChanged func()
-	// Notify, when set, is told about lease changes (lease.create, lease.update, …).
-	Notify func(ctx context.Context, eventType string, l *climate.Lease)
+	// Notified, when set, is called after a commit that wrote notifications to the outbox,
+	// so the delivery worker sends them at once.
+	Notified func()
 }
 
 // DefaultBeforeEnd is Blazar's default minutes_before_end_lease.
@@ -61,9 +65,10 @@ func (m *Manager) eventsChanged() {
 	}
 }
 
-func (m *Manager) notify(ctx context.Context, eventType string, l *climate.Lease) {
-	if m.cfg.Notify != nil && l != nil {
-		m.cfg.Notify(ctx, eventType, l)
+// notified runs Notified after a commit that wrote a notification.
+func (m *Manager) notified() {
+	if m.cfg.Notified != nil {
+		m.cfg.Notified()
 	}
 }
 

@@ -25,6 +25,7 @@ import (
 	"climate/engine"
 	climatehttp "climate/http"
 	"climate/manager"
+	"climate/notify"
 	"climate/postgres"
 	"climate/sqlite"
 )
@@ -42,6 +43,7 @@ type serveOptions struct {
 	trustedOrigins []string
 	role           string
 	beforeEnd      time.Duration
+	beforeStart    time.Duration
 	logLevel       string
 	// claimTTL is how long an engine's claim on due events lasts, unless renewed, before
 	// another replica may take them over (engine.Config.ClaimTTL); hidden, for tests.
@@ -107,6 +109,7 @@ logged at most every 10 s, with counts.`,
 	f.StringSliceVar(&o.trustedOrigins, "trusted-origin", nil, "web origin (scheme://host[:port]) whose pages may send state-changing requests, e.g. a dashboard on another port; repeatable")
 	f.StringVar(&o.role, "role", "all", "what this process runs: all, api (REST API only) or engine (events only)")
 	f.DurationVar(&o.beforeEnd, "before-end", manager.DefaultBeforeEnd, "default time before a lease's end when before_end_lease fires (0 = no such event)")
+	f.DurationVar(&o.beforeStart, "before-start", 0, "default time before a lease's start when the before_start_lease heads-up fires (0 = no such event; not created when the start is nearer)")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.DurationVar(&o.claimTTL, "claim-ttl", engine.DefaultClaimTTL, "how long a claim on due events lasts unless its engine renews it (every third of it) before another replica's engine takes them over")
 	_ = f.MarkHidden("claim-ttl")
@@ -268,6 +271,9 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 	if o.beforeEnd < 0 {
 		return fmt.Errorf("--before-end %s: must not be negative", o.beforeEnd)
 	}
+	if o.beforeStart < 0 {
+		return fmt.Errorf("--before-start %s: must not be negative", o.beforeStart)
+	}
 	if o.claimTTL < 0 || (o.claimTTL > 0 && o.claimTTL < time.Second) {
 		return fmt.Errorf("--claim-ttl %s: want at least 1s (claims are renewed every third of it)", o.claimTTL)
 	}
@@ -309,8 +315,8 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 		maxSleep = postgresMaxSleep
 	}
 	var eng *engine.Engine
+	sole := false
 	if runEngine {
-		sole := false
 		if !onPostgres {
 			// One engine per SQLite database: holding the lock, it knows claims it finds are
 			// a dead run's and takes them back at once.
@@ -327,25 +333,43 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 				sole = true
 			}
 		}
-		eng = engine.New(st, clk, engine.Config{Logger: log, MaxSleep: maxSleep, ClaimTTL: o.claimTTL, Sole: sole, Observe: logHandled(log)})
+	}
+	// The delivery worker runs where the engine runs (on SQLite, the one engine process).
+	var deliverer *notify.Worker
+	if runEngine {
+		deliverer = newDeliverer(st, pg, clk, log, o.role, []notify.Destination{notify.Log{Logger: log}})
+	}
+	notified := func() {
+		if deliverer != nil {
+			deliverer.Wake()
+		}
+	}
+	if runEngine {
+		eng = engine.New(st, clk, engine.Config{Logger: log, MaxSleep: maxSleep, ClaimTTL: o.claimTTL, Sole: sole, Observe: logHandled(log), Notified: notified})
 	}
 	mgr := manager.New(st, clk, manager.Config{
-		BeforeEnd: o.beforeEnd,
+		BeforeEnd:   o.beforeEnd,
+		BeforeStart: o.beforeStart,
 		EventsChanged: func() {
 			if eng != nil {
 				eng.Wake()
 			}
 		},
+		Notified: notified,
 	})
 
 	var wg sync.WaitGroup
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
 	if runEngine {
-		wg.Add(1)
+		wg.Add(2)
 		go func() { defer wg.Done(); errc <- eng.Run(ctx) }()
+		go func() { defer wg.Done(); _ = deliverer.Run(ctx) }()
 		if onPostgres {
 			wg.Add(1)
-			go func() { defer wg.Done(); _ = pg.WatchEvents(ctx, eng.Wake) }() // nil once ctx is done
+			go func() {
+				defer wg.Done()
+				_ = pg.WatchEvents(ctx, func() { eng.Wake(); deliverer.Wake() }) // nil once ctx is done
+			}()
 		}
 	}
 	if onPostgres {
