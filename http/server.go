@@ -33,6 +33,12 @@ type Server struct {
 	// CrossOrigin refuses state-changing requests that a browser sends from another
 	// site (CSRF); nil trusts no other origin.
 	CrossOrigin *http.CrossOriginProtection
+	// Notifications serves the live event stream, GET /v1/events/stream (Climate's
+	// extension); nil leaves it out (404).
+	Notifications climate.NotificationService
+	// StreamHeartbeat is how often a quiet event stream sends a comment line, so proxies
+	// keep it open; 0 means DefaultStreamHeartbeat.
+	StreamHeartbeat time.Duration
 }
 
 // Handler returns the API's root handler.
@@ -72,6 +78,9 @@ func (s *Server) Handler() http.Handler {
 	if s.Availability != nil {
 		mux.Handle("/v1/availability/earliest", s.methods(map[string]handler{"GET": s.earliest}))
 		mux.Handle("/v1/availability/timeline", s.methods(map[string]handler{"GET": s.timeline}))
+	}
+	if s.Notifications != nil {
+		mux.Handle("/v1/events/stream", s.methods(map[string]handler{"GET": s.streamEvents}))
 	}
 	mux.Handle("/", s.methods(nil)) // unknown routes: 404 in Blazar's error shape
 	return s.middleware(mux)
@@ -116,6 +125,10 @@ func (s *Server) methods(byMethod map[string]handler) http.Handler {
 		}
 		if lb, ok := body.(*listBody); ok {
 			s.writeList(w, r, lb)
+			return
+		}
+		if es, ok := body.(*eventStream); ok {
+			s.writeStream(w, r, es)
 			return
 		}
 		writeJSON(w, status, body)
