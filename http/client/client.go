@@ -105,11 +105,7 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 		return fmt.Errorf("reading the answer of %s %s: %w", method, path, err)
 	}
 	if resp.StatusCode >= 400 {
-		var e api.Error
-		if json.Unmarshal(data, &e) == nil && e.Message != "" {
-			return &Error{Status: resp.StatusCode, Message: e.Message}
-		}
-		return &Error{Status: resp.StatusCode, Message: fmt.Sprintf("%s %s: server answered %s", method, path, resp.Status)}
+		return answerError(resp, data, method, path)
 	}
 	if out == nil || resp.StatusCode == http.StatusNoContent {
 		return nil
@@ -118,6 +114,15 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 		return fmt.Errorf("%s %s: unexpected answer (is %s a Climate server?): %v", method, path, c.base, err)
 	}
 	return nil
+}
+
+// answerError is the *Error of an error answer whose body is data.
+func answerError(resp *http.Response, data []byte, method, path string) *Error {
+	var e api.Error
+	if json.Unmarshal(data, &e) == nil && e.Message != "" {
+		return &Error{Status: resp.StatusCode, Message: e.Message}
+	}
+	return &Error{Status: resp.StatusCode, Message: fmt.Sprintf("%s %s: server answered %s", method, path, resp.Status)}
 }
 
 // LeaseQuery narrows ListLeases; empty fields match everything.
