@@ -474,7 +474,11 @@ func newLeaseWaitCmd(o *clientOptions) *cobra.Command {
 		Short: "Wait until a lease reaches a status, showing its progress",
 		Long: `Wait until the lease reaches --status, showing a live line with the elapsed time, the
 current status and the time left until the lease starts (or ends). It fails when the
-lease goes to ERROR, is deleted, or can no longer reach the status, and after --timeout.`,
+lease goes to ERROR, is deleted, or can no longer reach the status, and after --timeout.
+
+The server pushes the lease's changes (its event stream, as in "climate events watch"),
+so the wait ends within milliseconds of the change. A server without the stream is
+polled instead, every --interval at most.`,
 		Example: `  climate lease wait train                       # until ACTIVE
   climate lease wait train --status TERMINATED --timeout 2h`,
 		Args:              exactArgs(1, "NAME|ID"),

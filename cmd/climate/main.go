@@ -37,7 +37,8 @@ func newRootCmd() *cobra.Command {
 		Long: `Climate is a reservation service that speaks OpenStack Blazar's v1 API.
 
 Run the service with "climate serve"; talk to it with "climate lease", "climate host",
-"climate allocation" and "climate availability". Server flags and the client commands'
+"climate allocation" and "climate availability"; watch what happens with "climate
+events watch". Server flags and the client commands'
 connection and output flags can also be set with a CLIMATE_… environment variable (e.g.
 --data-dir ↔ CLIMATE_DATA_DIR, --url ↔ CLIMATE_URL, --token ↔ CLIMATE_TOKEN, -o ↔
 CLIMATE_OUTPUT). Flags win over the environment, which wins over the client config file.`,
@@ -52,7 +53,7 @@ CLIMATE_OUTPUT). Flags win over the environment, which wins over the client conf
 		},
 	}
 	root.AddCommand(newServeCmd(), newMigrateCmd(), newVersionCmd(), newBenchCmd(),
-		newLeaseCmd(), newHostCmd(), newAllocationCmd(), newAvailabilityCmd())
+		newLeaseCmd(), newHostCmd(), newAllocationCmd(), newAvailabilityCmd(), newEventsCmd())
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return fmt.Errorf("%v (see %s --help)", err, cmd.CommandPath())
 	})

@@ -26,6 +26,7 @@ import (
 	climatehttp "climate/http"
 	"climate/manager"
 	"climate/notify"
+	"climate/notify/stream"
 	"climate/postgres"
 	"climate/sqlite"
 )
@@ -339,9 +340,16 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 	if runEngine {
 		deliverer = newDeliverer(st, pg, clk, log, o.role, []notify.Destination{notify.Log{Logger: log}})
 	}
+	var hub *stream.Hub // GET /v1/events/stream's, where the API runs
+	if runAPI {
+		hub = newHub(st, onPostgres, log)
+	}
 	notified := func() {
 		if deliverer != nil {
 			deliverer.Wake()
+		}
+		if hub != nil {
+			hub.Wake()
 		}
 	}
 	if runEngine {
@@ -368,7 +376,7 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_ = pg.WatchEvents(ctx, func() { eng.Wake(); deliverer.Wake() }) // nil once ctx is done
+				_ = pg.WatchEvents(ctx, func() { eng.Wake(); notified() }) // nil once ctx is done
 			}()
 		}
 	}
@@ -382,7 +390,8 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 		if err != nil {
 			return err
 		}
-		api := &climatehttp.Server{Leases: mgr, Hosts: mgr, Availability: mgr, Auth: auth, Logger: log, CrossOrigin: origins}
+		runHub(ctx, &wg, hub, pg, runEngine && onPostgres)
+		api := &climatehttp.Server{Leases: mgr, Hosts: mgr, Availability: mgr, Auth: auth, Logger: log, CrossOrigin: origins, Notifications: hub}
 		var limited net.Listener
 		srv, limited = climatehttp.NewHTTPServer(api.Handler(), ln, limits, log)
 		log.Info("connection limits", "max_connections", limits.MaxConnections, "max_connections_per_client", limits.MaxConnectionsPerClient,

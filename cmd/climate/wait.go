@@ -35,7 +35,7 @@ func (w *waitOptions) addFlags(cmd *cobra.Command, waitUsage string) {
 	}
 	f.StringVar(&w.status, "status", "ACTIVE", "status to wait for: "+strings.Join(leaseProgress, ", "))
 	f.DurationVar(&w.timeout, "timeout", 0, "give up after this long (e.g. 10m; default: wait as long as it takes)")
-	f.DurationVar(&w.interval, "interval", 2*time.Second, "how often to ask the server")
+	f.DurationVar(&w.interval, "interval", 2*time.Second, "with a server that cannot push changes (no /v1/events/stream): the longest time between two polls")
 }
 
 func (w *waitOptions) check() error {
@@ -52,9 +52,12 @@ func (w *waitOptions) check() error {
 	return nil
 }
 
-// run polls the lease until it reaches w.status, drawing a status line on stderr (redrawn
-// in place on a terminal, one line per change otherwise). It polls every interval, and
-// right after the lease's start or end is due, when its status should change.
+// run waits until the lease reaches w.status, drawing a status line on stderr (redrawn
+// in place on a terminal, one line per change otherwise). The server pushes the lease's
+// changes (GET /v1/events/stream): the stream is opened first, then the lease is read, so
+// a change made before the stream opened is in what is read and every later one comes
+// through the stream. A server without the stream is polled instead: soon, then less and
+// less often up to every --interval, and right after the lease's start or end is due.
 func (w *waitOptions) run(cmd *cobra.Command, c *client.Client, l *api.Lease) (*api.Lease, error) {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 	defer stop()
@@ -66,48 +69,108 @@ func (w *waitOptions) run(cmd *cobra.Command, c *client.Client, l *api.Lease) (*
 	line := newStatusLine(cmd.ErrOrStderr())
 	defer line.done()
 	began := time.Now()
+	stopped := func() error {
+		if cmd.Context().Err() == nil && w.timeout > 0 && time.Since(began) >= w.timeout {
+			return fmt.Errorf("lease %s is still %s after %s (--timeout)", l.Name, l.Status, w.timeout)
+		}
+		return fmt.Errorf("stopped waiting: lease %s is %s", l.Name, l.Status)
+	}
 	target := slices.Index(leaseProgress, w.status)
+
+	var events <-chan api.Notification // nil: poll
+	poll := time.Duration(0)           // until the next poll; 0: at once
+	st, err := c.Watch(ctx, client.WatchQuery{LeaseID: l.ID})
+	switch {
+	case err == nil:
+		defer st.Close()
+		events = st.Notifications()
+	case ctx.Err() != nil:
+		return nil, stopped()
+	case !streamUnsupported(err):
+		return nil, err
+	}
+	backoff := firstPoll
+	failure := ""                       // the failed action's message, when the lease went to ERROR
 	tick := time.NewTicker(time.Second) // redraws the elapsed time
 	defer tick.Stop()
 	for {
+		if poll == 0 { // read the lease: at first, and when polling
+			next, err := c.GetLease(ctx, l.ID)
+			switch {
+			case client.IsNotFound(err):
+				return nil, fmt.Errorf("lease %s was deleted", l.Name)
+			case err != nil && ctx.Err() != nil:
+				return nil, stopped()
+			case err != nil:
+				return nil, err
+			}
+			l = next
+			if events == nil {
+				poll = w.nextPoll(l, time.Now(), backoff)
+				backoff = min(2*backoff, w.interval)
+			} else {
+				poll = -1 // the stream tells
+			}
+		}
 		line.show(l.Status, w.describe(l, began))
 		switch at := slices.Index(leaseProgress, l.Status); {
 		case l.Status == w.status:
 			return l, nil
+		case l.Status == "ERROR" && failure != "":
+			return nil, fmt.Errorf("lease %s went to ERROR: %s", l.Name, failure)
 		case l.Status == "ERROR":
 			return nil, fmt.Errorf("lease %s went to ERROR", l.Name)
 		case at > target:
 			return nil, fmt.Errorf("lease %s is %s: it can no longer become %s", l.Name, l.Status, w.status)
 		}
-		poll := time.NewTimer(w.nextPoll(l, time.Now()))
+		var timer <-chan time.Time
+		var t *time.Timer
+		if poll > 0 {
+			t = time.NewTimer(poll)
+			timer = t.C
+		}
+		stopTimer := func() {
+			if t != nil {
+				t.Stop()
+			}
+		}
 	wait:
 		for {
 			select {
 			case <-ctx.Done():
-				poll.Stop()
-				if cmd.Context().Err() == nil && w.timeout > 0 && time.Since(began) >= w.timeout {
-					return nil, fmt.Errorf("lease %s is still %s after %s (--timeout)", l.Name, l.Status, w.timeout)
-				}
-				return nil, fmt.Errorf("stopped waiting: lease %s is %s", l.Name, l.Status)
+				stopTimer()
+				return nil, stopped()
 			case <-tick.C:
 				line.show(l.Status, w.describe(l, began))
-			case <-poll.C:
+			case <-timer:
+				poll = 0
+				break wait
+			case n, ok := <-events:
+				if !ok { // the stream ended for good: poll from now on
+					if ctx.Err() != nil {
+						return nil, stopped()
+					}
+					events, poll = nil, 0
+					break wait
+				}
+				if n.EventType == "lease.delete" {
+					return nil, fmt.Errorf("lease %s was deleted", l.Name)
+				}
+				next, err := n.Lease()
+				if err != nil {
+					return nil, err
+				}
+				l, failure = next, n.Error
 				break wait
 			}
 		}
-		next, err := c.GetLease(ctx, l.ID)
-		if client.IsNotFound(err) {
-			return nil, fmt.Errorf("lease %s was deleted", l.Name)
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				continue // reported by the select above
-			}
-			return nil, err
-		}
-		l = next
+		stopTimer()
 	}
 }
+
+// firstPoll is the first interval when polling: a lease created to start now is started
+// within milliseconds, so the first polls come soon and back off to --interval.
+const firstPoll = 250 * time.Millisecond
 
 // describe is the status line: elapsed time, current status and time to start or end.
 func (w *waitOptions) describe(l *api.Lease, began time.Time) string {
@@ -115,9 +178,8 @@ func (w *waitOptions) describe(l *api.Lease, began time.Time) string {
 	return fmt.Sprintf("Waiting for lease %s to be %s: %s, %s (elapsed %s)", l.Name, w.status, l.Status, countdown(l, now), roundDuration(now.Sub(began)))
 }
 
-// nextPoll is the interval, shortened to just after the lease's next start or end.
-func (w *waitOptions) nextPoll(l *api.Lease, now time.Time) time.Duration {
-	d := w.interval
+// nextPoll is d, shortened to just after the lease's next start or end.
+func (w *waitOptions) nextPoll(l *api.Lease, now time.Time, d time.Duration) time.Duration {
 	for _, s := range []string{l.StartDate, l.EndDate} {
 		if t, err := api.ParseTime(s); err == nil && t.After(now) && t.Sub(now)+50*time.Millisecond < d {
 			d = t.Sub(now) + 50*time.Millisecond
