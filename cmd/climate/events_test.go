@@ -9,8 +9,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"climate/http/api"
+	"climate/postgres"
 )
 
 // countingProxy forwards to a server and counts the requests by kind; with noStream it
@@ -25,7 +27,7 @@ type countingProxy struct {
 	opened chan struct{}
 }
 
-func newCountingProxy(t *testing.T, target string, noStream bool) *countingProxy {
+func newCountingProxy(t testing.TB, target string, noStream bool) *countingProxy {
 	t.Helper()
 	u, err := url.Parse(target)
 	if err != nil {
@@ -195,4 +197,40 @@ func TestCLIEventsWatch(t *testing.T) {
 	c.fails("--sort-by and --reverse do not apply to a stream", "events", "watch", "--sort-by", "time")
 	c.fails(`--column "colour": no such field`, "events", "watch", "-c", "colour")
 	c.fails("--count -1: want a positive number", "events", "watch", "--count", "-1")
+}
+
+// TestWaitAcrossReplicasOnPostgres: the engine runs in one replica, the wait talks to an
+// API-only replica whose hub never re-reads on its own (hubMaxSleep of an hour): the
+// start reaches the wait through LISTEN/NOTIFY alone.
+func TestWaitAcrossReplicasOnPostgres(t *testing.T) {
+	dsn := postgres.TestDSN(t)
+	startServer(t, serveOptions{database: dsn, role: "engine"})
+	api := startServer(t, serveOptions{database: dsn, role: "api", hubMaxSleep: time.Hour})
+	waitAcrossProcesses(t, api.url)
+}
+
+// TestWaitAcrossProcessesOnSQLite: an API-only process shares the data directory with
+// the engine's process, which cannot wake it: its hub re-reads the outbox every second
+// while someone watches.
+func TestWaitAcrossProcessesOnSQLite(t *testing.T) {
+	dir := t.TempDir()
+	startServer(t, serveOptions{dataDir: dir, role: "engine"})
+	api := startServer(t, serveOptions{dataDir: dir, role: "api"})
+	waitAcrossProcesses(t, api.url)
+}
+
+func waitAcrossProcesses(t *testing.T, apiURL string) {
+	t.Helper()
+	proxy := newCountingProxy(t, apiURL, false)
+	if _, errOut, err := runClimate(t, "host", "create", "h1", "--url", apiURL); err != nil {
+		t.Fatalf("host create: %v %s", err, errOut)
+	}
+	out, errOut, err := runClimate(t, "lease", "create", "there", "--url", proxy.url, "--reservation", "resource_type=physical:host,min=1,max=1",
+		"--start-date", "+1s", "--end-date", "+1h", "--wait", "--timeout", "1m", "-o", "value", "-c", "status")
+	if err != nil || out != "ACTIVE\n" {
+		t.Fatalf("create --wait: %v %q\nstderr:\n%s", err, out, errOut)
+	}
+	if gets, streams := proxy.counts(); gets > 1 || streams != 1 {
+		t.Fatalf("%d GET /v1/leases/{id} and %d streams: the start must come through the stream", gets, streams)
+	}
 }

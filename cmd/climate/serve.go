@@ -54,6 +54,8 @@ type serveOptions struct {
 	limits climatehttp.Limits
 	// logTo receives the log; nil means stderr (tests read it).
 	logTo io.Writer
+	// hubMaxSleep replaces the event stream's periodic re-read (tests: 0 means the default).
+	hubMaxSleep time.Duration
 }
 
 func newServeCmd() *cobra.Command {
@@ -342,7 +344,7 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 	}
 	var hub *stream.Hub // GET /v1/events/stream's, where the API runs
 	if runAPI {
-		hub = newHub(st, onPostgres, log)
+		hub = newHub(st, onPostgres, o.hubMaxSleep, log)
 	}
 	notified := func() {
 		if deliverer != nil {

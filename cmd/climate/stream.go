@@ -21,11 +21,15 @@ const (
 )
 
 // newHub returns the hub that serves GET /v1/events/stream, to be woken after this
-// process's commits that wrote notifications, then run with runHub.
-func newHub(st climate.Store, onPostgres bool, log *slog.Logger) *stream.Hub {
+// process's commits that wrote notifications, then run with runHub. maxSleep, when not
+// 0, replaces the default periodic re-read.
+func newHub(st climate.Store, onPostgres bool, maxSleep time.Duration, log *slog.Logger) *stream.Hub {
 	cfg := stream.Config{MaxSleep: hubMaxSleep, Logger: log}
 	if onPostgres {
 		cfg.MaxSleep = hubPostgresMaxSleep
+	}
+	if maxSleep > 0 {
+		cfg.MaxSleep = maxSleep
 	}
 	return stream.New(st, cfg)
 }
