@@ -49,6 +49,9 @@ func (s *Server) streamEvents(r *http.Request, who climate.Identity) (int, any, 
 		q.Replay, q.After = true, n
 	}
 	sub, err := s.Notifications.WatchNotifications(r.Context(), who, q)
+	if errors.Is(err, climate.ErrStreamClosed) {
+		return http.StatusServiceUnavailable, &eventStream{}, nil // stopping: try another replica, or later
+	}
 	if err != nil {
 		return 0, nil, err
 	}
@@ -61,6 +64,11 @@ func (s *Server) streamEvents(r *http.Request, who climate.Identity) (int, any, 
 // before any event misses nothing), and heartbeats are comment lines that carry, as an id,
 // how far the stream has passed notifications the client did not ask for.
 func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, es *eventStream) {
+	if es.sub == nil {
+		w.Header().Set("Retry-After", "1")
+		s.writeErrorStatus(w, r, http.StatusServiceUnavailable, "The server is stopping: reconnect in a moment.")
+		return
+	}
 	defer es.sub.Close()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")

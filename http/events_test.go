@@ -355,6 +355,25 @@ func TestEventStreamOutlivesWriteTimeout(t *testing.T) {
 	}
 }
 
+// stoppedService is the NotificationService of a stopping server.
+type stoppedService struct{}
+
+func (stoppedService) WatchNotifications(context.Context, climate.Identity, climate.NotificationQuery) (climate.NotificationStream, error) {
+	return nil, climate.ErrStreamClosed
+}
+
+func TestEventStreamWhileStopping(t *testing.T) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv := httptest.NewServer((&climatehttp.Server{Auth: climatehttp.NoAuth{}, Logger: quiet, Notifications: stoppedService{}}).Handler())
+	defer srv.Close()
+	e := &env{t: t, url: srv.URL}
+	r := e.do(call{method: "GET", path: "/v1/events/stream"})
+	checkError(t, r, http.StatusServiceUnavailable, "The server is stopping")
+	if r.header.Get("Retry-After") != "1" {
+		t.Fatalf("Retry-After = %q", r.header.Get("Retry-After"))
+	}
+}
+
 // laggingService is a NotificationService whose stream returns its notifications, then
 // reports that the reader fell behind.
 type laggingService struct{ ns []climate.Notification }

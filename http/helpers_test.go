@@ -161,7 +161,7 @@ func checkHeaders(t testing.TB, r response) {
 
 var errorNames = map[int]string{
 	400: "BAD_REQUEST", 401: "UNAUTHORIZED", 403: "FORBIDDEN", 404: "NOT_FOUND",
-	405: "METHOD_NOT_ALLOWED", 406: "NOT_ACCEPTABLE", 409: "CONFLICT", 413: "REQUEST_ENTITY_TOO_LARGE",
+	405: "METHOD_NOT_ALLOWED", 406: "NOT_ACCEPTABLE", 409: "CONFLICT", 413: "REQUEST_ENTITY_TOO_LARGE", 503: "SERVICE_UNAVAILABLE",
 }
 
 // checkError checks that r is Blazar's error body for status, with a message containing

@@ -289,6 +289,7 @@ var errorNames = map[int]string{
 	http.StatusConflict:              "CONFLICT",
 	http.StatusRequestEntityTooLarge: "REQUEST_ENTITY_TOO_LARGE",
 	http.StatusInternalServerError:   "INTERNAL_SERVER_ERROR",
+	http.StatusServiceUnavailable:    "SERVICE_UNAVAILABLE",
 }
 
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {

@@ -270,11 +270,12 @@ func (h *Hub) WatchNotifications(ctx context.Context, who climate.Identity, q cl
 				return climate.Errorf(climate.CodeNotFound, "Object with {'lease_id': '%s'} not found", q.LeaseID)
 			}
 		}
-		if q.Replay {
-			return nil
+		last, err := tx.LastNotificationSeq(ctx)
+		if !q.Replay || s.cursor > last {
+			// Live; or a position the outbox has not reached (a client of a database
+			// since restored): from its end.
+			s.cursor = last
 		}
-		var err error
-		s.cursor, err = tx.LastNotificationSeq(ctx)
 		return err
 	})
 	if err != nil {

@@ -263,6 +263,16 @@ func TestReplayThenLiveWithoutGapsOrRepeats(t *testing.T) {
 	}
 }
 
+// TestResumeBeyondTheOutbox: a position the outbox has not reached (a client of a
+// database since restored from a backup) resumes from the outbox's end, not after it.
+func TestResumeBeyondTheOutbox(t *testing.T) {
+	f := newFixture(t, stream.Config{})
+	f.notify(climate.NotifyLeaseCreate, f.p1)
+	s := f.watch(admin, climate.NotificationQuery{Replay: true, After: 1000})
+	next1 := f.notify(climate.NotifyLeaseUpdate, f.p1)
+	expect(t, s, next1)
+}
+
 // TestPositionPassesFilteredNotifications: a stream watching one lease tells a position
 // past the other leases' notifications, so a resume does not re-read them.
 func TestPositionPassesFilteredNotifications(t *testing.T) {
