@@ -226,6 +226,9 @@ func (d *Destination) Deliver(ctx context.Context, n *climate.Notification) erro
 	if err != nil {
 		return err
 	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("amqp: %w", err) // leave the connection alone
+	}
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
 	defer cancel()
 
@@ -254,7 +257,7 @@ func (d *Destination) Deliver(ctx context.Context, n *climate.Notification) erro
 		}
 		lost := d.conn.IsClosed() || d.ch.IsClosed()
 		d.drop()
-		if lost && reused && attempt == 0 && ctx.Err() == nil {
+		if lost && reused && attempt == 0 && d.expired(ctx) == nil {
 			// The connection had died since the last delivery (a broker restart, an idle
 			// connection cut): publish once more on a new one.
 			continue
@@ -266,14 +269,27 @@ func (d *Destination) Deliver(ctx context.Context, n *climate.Notification) erro
 // fail wraps err for Deliver's caller: as a timeout when ctx ended (the socket was closed
 // under the library), and without the password in any case.
 func (d *Destination) fail(ctx context.Context, what string, err error) error {
-	if ctx.Err() != nil {
-		err = fmt.Errorf("%w (%v)", ctx.Err(), err)
+	if cerr := d.expired(ctx); cerr != nil {
+		err = fmt.Errorf("%w (%v)", cerr, err)
 	}
 	msg := err.Error()
 	if d.password != "" && strings.Contains(msg, d.password) {
 		return fmt.Errorf("amqp: %s: %s", what, strings.ReplaceAll(msg, d.password, "xxxxx"))
 	}
 	return fmt.Errorf("amqp: %s: %w", what, err)
+}
+
+// expired returns ctx's error, or DeadlineExceeded once its deadline has passed: the
+// socket's deadline is the same instant, and an I/O timeout may come back before ctx's
+// own timer has fired.
+func (d *Destination) expired(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if !d.deadline.IsZero() && !time.Now().Before(d.deadline) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // connect opens the connection and a channel in confirm mode, and declares the topology.

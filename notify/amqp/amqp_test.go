@@ -537,13 +537,43 @@ func TestBrokerDown(t *testing.T) {
 	}
 }
 
+// TestBrokerHangs: a server accepts the connection and never answers; Deliver gives up
+// when its context ends.
+func TestBrokerHangs(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { io.Copy(io.Discard, c); c.Close() }()
+		}
+	}()
+	d, err := amqp.New(amqp.Config{URL: "amqp://guest:guest@" + ln.Addr().String() + "/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	if err := d.Deliver(ctx, notifications(t)[0]); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Deliver to a server that never answers: %v, want a deadline error", err)
+	}
+}
+
 // proxy forwards TCP connections to the broker; down cuts them and refuses new ones, as a
-// broker that stopped would.
+// broker that stopped would; pause holds back what the broker sends (its confirms).
 type proxy struct {
 	ln     net.Listener
 	target string
 	mu     sync.Mutex
 	down   bool
+	open   chan struct{} // closed unless paused
 	conns  map[net.Conn]bool
 	wg     sync.WaitGroup
 }
@@ -553,15 +583,39 @@ func newProxy(t *testing.T, target string) *proxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proxy{ln: ln, target: target, conns: map[net.Conn]bool{}}
+	p := &proxy{ln: ln, target: target, conns: map[net.Conn]bool{}, open: make(chan struct{})}
+	close(p.open)
 	p.wg.Add(1)
 	go p.serve()
 	t.Cleanup(func() {
 		ln.Close()
 		p.setDown(true)
+		p.resume()
 		p.wg.Wait()
 	})
 	return p
+}
+
+func (p *proxy) pause() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.open = make(chan struct{})
+}
+
+func (p *proxy) resume() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-p.open:
+	default:
+		close(p.open)
+	}
+}
+
+func (p *proxy) gate() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.open
 }
 
 func (p *proxy) serve() {
@@ -586,14 +640,28 @@ func (p *proxy) serve() {
 		p.conns[c], p.conns[up] = true, true
 		p.wg.Add(2)
 		p.mu.Unlock()
-		pipe := func(dst, src net.Conn) {
+		pipe := func(dst, src net.Conn, gated bool) {
 			defer p.wg.Done()
-			io.Copy(dst, src)
-			dst.Close()
-			src.Close()
+			defer dst.Close()
+			defer src.Close()
+			buf := make([]byte, 32<<10)
+			for {
+				n, err := src.Read(buf)
+				if n > 0 {
+					if gated {
+						<-p.gate()
+					}
+					if _, err := dst.Write(buf[:n]); err != nil {
+						return
+					}
+				}
+				if err != nil {
+					return
+				}
+			}
 		}
-		go pipe(up, c)
-		go pipe(c, up)
+		go pipe(up, c, false)
+		go pipe(c, up, true)
 	}
 }
 
@@ -674,6 +742,47 @@ func TestReconnect(t *testing.T) {
 	tq, err := b.ch.QueueDeclarePassive(b.topic+".info", false, false, false, false, nil)
 	if err != nil || tq.Messages != 0 {
 		t.Errorf("after the %d expected messages the queue holds %d more (%v)", len(ns), tq.Messages, err)
+	}
+}
+
+// TestNoConfirm: the broker receives the message but its confirm never arrives; Deliver
+// fails when its context ends, and the notification is delivered again on a new
+// connection: at least once, so the consumer sees it twice.
+func TestNoConfirm(t *testing.T) {
+	b := newBroker(t)
+	uri, err := amqp091.ParseURI(b.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newProxy(t, net.JoinHostPort(uri.Host, strconv.Itoa(uri.Port)))
+	uri.Host, uri.Port = "127.0.0.1", p.ln.Addr().(*net.TCPAddr).Port
+	d := b.destination(t, uri.String())
+	ns := notifications(t)
+	if err := d.Deliver(context.Background(), ns[0]); err != nil {
+		t.Fatal(err)
+	}
+	msgs := b.consume(t, b.topic+".info")
+	next := func() string { return decode(t, receive(t, msgs, 1)[0].Body)["message_id"].(string) }
+	if id := next(); id != ns[0].ID {
+		t.Fatalf("received %s, want %s", id, ns[0].ID)
+	}
+	p.pause()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := d.Deliver(ctx, ns[1]); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Deliver without a confirm: %v, want a deadline error", err)
+	}
+	if id := next(); id != ns[1].ID { // the broker had it
+		t.Fatalf("received %s, want %s", id, ns[1].ID)
+	}
+	p.resume()
+	for _, n := range ns[1:] {
+		if err := d.Deliver(context.Background(), n); err != nil {
+			t.Fatal(err)
+		}
+		if id := next(); id != n.ID {
+			t.Fatalf("received %s, want %s", id, n.ID)
+		}
 	}
 }
 
