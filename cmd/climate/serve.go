@@ -48,6 +48,8 @@ type serveOptions struct {
 	// claimTTL is how long an engine's claim on due events lasts, unless renewed, before
 	// another replica may take them over (engine.Config.ClaimTTL); hidden, for tests.
 	claimTTL time.Duration
+	// notify configures notification destinations besides the log.
+	notify notifyOptions
 	// limits bound connections and clients; the zero value (options built in code, not
 	// from flags) means climatehttp.DefaultLimits with maxConnections' default.
 	limits climatehttp.Limits
@@ -114,6 +116,7 @@ logged at most every 10 s, with counts.`,
 	f.DurationVar(&o.claimTTL, "claim-ttl", engine.DefaultClaimTTL, "how long a claim on due events lasts unless its engine renews it (every third of it) before another replica's engine takes them over")
 	_ = f.MarkHidden("claim-ttl")
 	addLimitFlags(f, &o.limits)
+	addNotifyFlags(f, &o.notify)
 	addDataDirHelp(cmd)
 	return cmd
 }
@@ -337,7 +340,12 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 	// The delivery worker runs where the engine runs (on SQLite, the one engine process).
 	var deliverer *notify.Worker
 	if runEngine {
-		deliverer = newDeliverer(st, pg, clk, log, o.role, []notify.Destination{notify.Log{Logger: log}})
+		dests, closeDests, err := o.notify.destinations(log)
+		if err != nil {
+			return err
+		}
+		defer closeDests() // deferred before the worker stops (wg.Wait), so runs after it
+		deliverer = newDeliverer(st, pg, clk, log, o.role, append([]notify.Destination{notify.Log{Logger: log}}, dests...))
 	}
 	notified := func() {
 		if deliverer != nil {
