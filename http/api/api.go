@@ -109,25 +109,27 @@ type Event struct {
 // where the reservations fit. Reservations are Blazar's free-form dictionaries, e.g.
 // {"resource_type": "physical:host", "min": 1, "max": 2, "resource_properties": "..."}.
 type LeaseRequest struct {
-	Name          string           `json:"name"`
-	StartDate     string           `json:"start_date"`
-	EndDate       string           `json:"end_date,omitempty"`
-	BeforeEndDate string           `json:"before_end_date,omitempty"`
-	Duration      string           `json:"duration,omitempty"`
-	Deadline      string           `json:"deadline,omitempty"`
-	DryRun        bool             `json:"dry_run,omitempty"`
-	Reservations  []map[string]any `json:"reservations"`
-	Events        []map[string]any `json:"events"`
+	Name            string           `json:"name"`
+	StartDate       string           `json:"start_date"`
+	EndDate         string           `json:"end_date,omitempty"`
+	BeforeEndDate   string           `json:"before_end_date,omitempty"`
+	BeforeStartDate string           `json:"before_start_date,omitempty"` // Climate's extension
+	Duration        string           `json:"duration,omitempty"`
+	Deadline        string           `json:"deadline,omitempty"`
+	DryRun          bool             `json:"dry_run,omitempty"`
+	Reservations    []map[string]any `json:"reservations"`
+	Events          []map[string]any `json:"events"`
 }
 
 // LeaseUpdate changes a lease; empty fields are left as they are. Reservations name the
 // reservation to change by "id".
 type LeaseUpdate struct {
-	Name          string           `json:"name,omitempty"`
-	StartDate     string           `json:"start_date,omitempty"`
-	EndDate       string           `json:"end_date,omitempty"`
-	BeforeEndDate string           `json:"before_end_date,omitempty"`
-	Reservations  []map[string]any `json:"reservations,omitempty"`
+	Name            string           `json:"name,omitempty"`
+	StartDate       string           `json:"start_date,omitempty"`
+	EndDate         string           `json:"end_date,omitempty"`
+	BeforeEndDate   string           `json:"before_end_date,omitempty"`
+	BeforeStartDate string           `json:"before_start_date,omitempty"` // Climate's extension
+	Reservations    []map[string]any `json:"reservations,omitempty"`
 }
 
 // Allocation lists the reservations holding one host.
