@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -137,7 +138,7 @@ func TestEngineStartHookFailurePutsLeaseInError(t *testing.T) {
 		t.Fatalf("end: %+v; want end_lease done, lease still ERROR (its start failed)", r)
 	}
 	tail := strings.Split(strings.TrimSpace(readFile(t, log)), "\n")[4:]
-	sortStrings(tail)
+	slices.Sort(tail)
 	if strings.Join(tail, ",") != "end_lease n1 train,end_lease n2 train" {
 		t.Errorf("end hook runs %q; want one per host", tail)
 	}

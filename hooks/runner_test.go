@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,19 +53,9 @@ func TestExecSeesTheEventInItsEnvironmentOnly(t *testing.T) {
 	}
 	got := strings.Split(strings.TrimSpace(readFile(t, out)), "\n")
 	want := append(vars.Env(), "HOOK_TEST_INHERITED=yes")
-	sortStrings(want)
+	slices.Sort(want)
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("environment:\n got %q\nwant %q", got, want)
-	}
-}
-
-func sortStrings(s []string) {
-	for i := range s {
-		for j := i + 1; j < len(s); j++ {
-			if s[j] < s[i] {
-				s[i], s[j] = s[j], s[i]
-			}
-		}
 	}
 }
 

@@ -51,6 +51,8 @@ type serveOptions struct {
 	limits climatehttp.Limits
 	// logTo receives the log; nil means stderr (tests read it).
 	logTo io.Writer
+	// actions are the hooks run at lease events, and power management (hooks.go).
+	actions actionOptions
 }
 
 func newServeCmd() *cobra.Command {
@@ -111,6 +113,7 @@ logged at most every 10 s, with counts.`,
 	f.DurationVar(&o.claimTTL, "claim-ttl", engine.DefaultClaimTTL, "how long a claim on due events lasts unless its engine renews it (every third of it) before another replica's engine takes them over")
 	_ = f.MarkHidden("claim-ttl")
 	addLimitFlags(f, &o.limits)
+	addActionFlags(cmd, &o.actions)
 	addDataDirHelp(cmd)
 	return cmd
 }
@@ -309,6 +312,7 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 		maxSleep = postgresMaxSleep
 	}
 	var eng *engine.Engine
+	acts := &actionSet{}
 	if runEngine {
 		sole := false
 		if !onPostgres {
@@ -327,7 +331,11 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 				sole = true
 			}
 		}
-		eng = engine.New(st, clk, engine.Config{Logger: log, MaxSleep: maxSleep, ClaimTTL: o.claimTTL, Sole: sole, Observe: logHandled(log)})
+		if acts, err = buildActions(&o.actions, st, clk, log, sole, pg, maxSleep); err != nil {
+			return err
+		}
+		eng = engine.New(st, clk, engine.Config{Logger: log, MaxSleep: maxSleep, ClaimTTL: o.claimTTL, Sole: sole,
+			Actions: acts.engine, Observe: acts.observe(logHandled(log))})
 	}
 	mgr := manager.New(st, clk, manager.Config{
 		BeforeEnd: o.beforeEnd,
@@ -335,6 +343,7 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 			if eng != nil {
 				eng.Wake()
 			}
+			acts.wake()
 		},
 	})
 
@@ -343,9 +352,10 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 	if runEngine {
 		wg.Add(1)
 		go func() { defer wg.Done(); errc <- eng.Run(ctx) }()
+		acts.run(ctx, &wg)
 		if onPostgres {
 			wg.Add(1)
-			go func() { defer wg.Done(); _ = pg.WatchEvents(ctx, eng.Wake) }() // nil once ctx is done
+			go func() { defer wg.Done(); _ = pg.WatchEvents(ctx, func() { eng.Wake(); acts.wake() }) }() // nil once ctx is done
 		}
 	}
 	if onPostgres {
