@@ -61,7 +61,7 @@ type Config struct {
 	// process's, and the host's state as unknown.
 	Stale time.Duration
 	// Sole says no other process switches hosts on this store (SQLite, where the engine's
-	// lock is held): switches recorded before Run started are a dead run's.
+	// lock is held): switches recorded before New are a dead run's.
 	Sole bool
 	// Leader, when set, says whether this process may run planning rounds now (and
 	// renews its lead); nil: it always may. PostgreSQL replicas elect one.
@@ -87,7 +87,7 @@ type Manager struct {
 	clock   climate.Clock
 	cfg     Config
 	wake    chan struct{}
-	started time.Time
+	started time.Time // when New made it
 
 	locks sync.Map // host id → *sync.Mutex: one switch at a time per host, in this process
 	sem   chan struct{}
@@ -112,7 +112,7 @@ func New(store climate.Store, clock climate.Clock, cfg Config) *Manager {
 		cfg.Logger = slog.Default()
 	}
 	cfg.Idle = max(cfg.Idle, cfg.Lead)
-	return &Manager{store: store, clock: clock, cfg: cfg, wake: make(chan struct{}, 1),
+	return &Manager{store: store, clock: clock, cfg: cfg, wake: make(chan struct{}, 1), started: clock.Now(),
 		sem: make(chan struct{}, cfg.Parallel), retryAt: map[string]time.Time{}}
 }
 
@@ -127,7 +127,6 @@ func (m *Manager) Wake() {
 
 // Run plans rounds until ctx is done, then waits for the switches under way.
 func (m *Manager) Run(ctx context.Context) error {
-	m.started = m.clock.Now()
 	defer m.wg.Wait()
 	m.cfg.Logger.Info("power management running", "lead", m.cfg.Lead, "idle", m.cfg.Idle)
 	for {
@@ -330,7 +329,7 @@ func (m *Manager) state(p *climate.HostPower, now time.Time) climate.PowerState 
 		return climate.PowerUnknown
 	}
 	if p.State == climate.PowerSwitchingOn || p.State == climate.PowerSwitchingOff {
-		if now.Sub(p.ChangedAt) > m.cfg.Stale || (m.cfg.Sole && !m.started.IsZero() && p.ChangedAt.Before(m.started)) {
+		if now.Sub(p.ChangedAt) > m.cfg.Stale || (m.cfg.Sole && p.ChangedAt.Before(m.started)) {
 			return climate.PowerUnknown
 		}
 	}

@@ -374,3 +374,29 @@ func TestRunSleepsUntilTheNextSwitch(t *testing.T) {
 		t.Fatalf("calls %v, want only n2 on", calls)
 	}
 }
+
+// A switch recorded but never finished (its process died) leaves the host's state
+// unknown: at once for a sole manager (a dead run's), after Stale otherwise.
+func TestUnfinishedSwitchIsUnknown(t *testing.T) {
+	st := &Manager{cfg: Config{Stale: 10 * time.Minute}, started: t0}
+	sole := &Manager{cfg: Config{Stale: 10 * time.Minute, Sole: true}, started: t0}
+	before := &climate.HostPower{State: climate.PowerSwitchingOff, ChangedAt: t0.Add(-time.Minute)}
+	after := &climate.HostPower{State: climate.PowerSwitchingOn, ChangedAt: t0.Add(time.Minute)}
+	for _, tc := range []struct {
+		m    *Manager
+		p    *climate.HostPower
+		now  time.Time
+		want climate.PowerState
+	}{
+		{st, before, t0, climate.PowerSwitchingOff},
+		{st, before, t0.Add(10 * time.Minute), climate.PowerUnknown},
+		{sole, before, t0, climate.PowerUnknown},
+		{sole, after, t0.Add(2 * time.Minute), climate.PowerSwitchingOn},
+		{sole, nil, t0, climate.PowerUnknown},
+		{sole, &climate.HostPower{State: climate.PowerOff, ChangedAt: t0.Add(-time.Hour)}, t0, climate.PowerOff},
+	} {
+		if got := tc.m.state(tc.p, tc.now); got != tc.want {
+			t.Errorf("sole %v, %+v at %s: %s, want %s", tc.m.cfg.Sole, tc.p, tc.now, got, tc.want)
+		}
+	}
+}
