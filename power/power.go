@@ -69,7 +69,11 @@ type Config struct {
 	// MaxSleep, when positive, bounds a sleep between rounds: to renew a lead, and to see
 	// other processes' commits that cannot wake this one.
 	MaxSleep time.Duration
-	Logger   *slog.Logger
+	// MinInterval, when positive, is the least time between two rounds: under a stream of
+	// commits, each waking it, planning (a read of the inventory and the timeline) runs
+	// at most this often. Switches may start up to this late.
+	MinInterval time.Duration
+	Logger      *slog.Logger
 	// Observe, when set, is told about every round (tests, metrics).
 	Observe func(Round)
 }
@@ -129,7 +133,14 @@ func (m *Manager) Wake() {
 func (m *Manager) Run(ctx context.Context) error {
 	defer m.wg.Wait()
 	m.cfg.Logger.Info("power management running", "lead", m.cfg.Lead, "idle", m.cfg.Idle)
+	var last time.Time
 	for {
+		if d := last.Add(m.cfg.MinInterval).Sub(m.clock.Now()); m.cfg.MinInterval > 0 && !last.IsZero() && d > 0 {
+			if !m.pause(ctx, d) {
+				return nil
+			}
+		}
+		last = m.clock.Now()
 		var wait time.Duration // 0: until woken
 		lead, err := true, error(nil)
 		if m.cfg.Leader != nil {
@@ -180,6 +191,19 @@ func (m *Manager) sleep(ctx context.Context, d time.Duration) bool {
 // round plans once and starts the switches due; it returns when to plan next.
 func (m *Manager) round(ctx context.Context) (time.Time, error) {
 	now := m.clock.Now()
+	switches, next, err := m.plan(ctx, now)
+	if err != nil {
+		return time.Time{}, err
+	}
+	started, err := m.start(ctx, now, switches)
+	if m.cfg.Observe != nil {
+		m.cfg.Observe(Round{At: now, Switches: started, Next: next})
+	}
+	return next, err
+}
+
+// plan reads the timeline at now and decides: the switches due, and when to plan next.
+func (m *Manager) plan(ctx context.Context, now time.Time) ([]Decision, time.Time, error) {
 	var hosts []Timeline
 	err := m.store.View(ctx, func(tx climate.Tx) error {
 		var err error
@@ -187,17 +211,13 @@ func (m *Manager) round(ctx context.Context) (time.Time, error) {
 		return err
 	})
 	if err != nil {
-		return time.Time{}, err
+		return nil, time.Time{}, err
 	}
 	switches, next := Decide(now, hosts, m.cfg.Lead, m.cfg.Idle)
 	if horizon := now.Add(m.cfg.Idle); next.IsZero() || next.After(horizon) {
 		next = horizon // what starts beyond the horizon was not read
 	}
-	started, err := m.start(ctx, now, switches)
-	if m.cfg.Observe != nil {
-		m.cfg.Observe(Round{At: now, Switches: started, Next: next})
-	}
-	return next, err
+	return switches, next, nil
 }
 
 // start re-checks the decided switches in one write transaction, records them as under

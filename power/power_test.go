@@ -400,3 +400,34 @@ func TestUnfinishedSwitchIsUnknown(t *testing.T) {
 		}
 	}
 }
+
+// With MinInterval, wake-ups in a stream start a round at most that often.
+func TestRunSpacesRoundsByMinInterval(t *testing.T) {
+	w := newWorld(t, "n1")
+	w.pm.cfg.MinInterval = 5 * time.Second
+	rounds := make(chan Round, 16)
+	w.pm.cfg.Observe = func(r Round) { rounds <- r }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = w.pm.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	if r := <-rounds; !r.At.Equal(t0) {
+		t.Fatalf("first round at %s", r.At)
+	}
+	w.pm.Wake() // and the finished switch woke it too
+	<-w.clock.TimerAt(t0.Add(5 * time.Second))
+	select {
+	case r := <-rounds:
+		t.Fatalf("a round at %s, within MinInterval", r.At)
+	default:
+	}
+	w.clock.Set(t0.Add(5 * time.Second))
+	select {
+	case r := <-rounds:
+		if !r.At.Equal(t0.Add(5 * time.Second)) {
+			t.Fatalf("second round at %s, want 10:00:05", r.At)
+		}
+	case <-time.After(10 * time.Second): // a safety net, not a wait
+		t.Fatal("no round after MinInterval")
+	}
+}
