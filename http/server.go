@@ -33,6 +33,16 @@ type Server struct {
 	// CrossOrigin refuses state-changing requests that a browser sends from another
 	// site (CSRF); nil trusts no other origin.
 	CrossOrigin *http.CrossOriginProtection
+	// Clock tells the time for figures computed on reading (a host's hours powered off);
+	// nil: the system clock.
+	Clock climate.Clock
+}
+
+func (s *Server) now() time.Time {
+	if s.Clock == nil {
+		return time.Now().UTC()
+	}
+	return s.Clock.Now()
 }
 
 // Handler returns the API's root handler.

@@ -55,6 +55,8 @@ type serveOptions struct {
 	limits climatehttp.Limits
 	// logTo receives the log; nil means stderr (tests read it).
 	logTo io.Writer
+	// actions are the hooks run at lease events, and power management (hooks.go).
+	actions actionOptions
 }
 
 func newServeCmd() *cobra.Command {
@@ -117,6 +119,7 @@ logged at most every 10 s, with counts.`,
 	_ = f.MarkHidden("claim-ttl")
 	addLimitFlags(f, &o.limits)
 	addNotifyFlags(f, &o.notify)
+	addActionFlags(cmd, &o.actions)
 	addDataDirHelp(cmd)
 	return cmd
 }
@@ -319,6 +322,7 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 	}
 	var eng *engine.Engine
 	sole := false
+	acts := &actionSet{}
 	if runEngine {
 		if !onPostgres {
 			// One engine per SQLite database: holding the lock, it knows claims it finds are
@@ -335,6 +339,9 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 				defer release()
 				sole = true
 			}
+		}
+		if acts, err = buildActions(&o.actions, st, clk, log, sole, pg, maxSleep); err != nil {
+			return err
 		}
 	}
 	// The delivery worker runs where the engine runs (on SQLite, the one engine process).
@@ -353,7 +360,8 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 		}
 	}
 	if runEngine {
-		eng = engine.New(st, clk, engine.Config{Logger: log, MaxSleep: maxSleep, ClaimTTL: o.claimTTL, Sole: sole, Observe: logHandled(log), Notified: notified})
+		eng = engine.New(st, clk, engine.Config{Logger: log, MaxSleep: maxSleep, ClaimTTL: o.claimTTL, Sole: sole,
+			Actions: acts.engine, Observe: acts.observe(logHandled(log)), Notified: notified})
 	}
 	mgr := manager.New(st, clk, manager.Config{
 		BeforeEnd:   o.beforeEnd,
@@ -362,6 +370,7 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 			if eng != nil {
 				eng.Wake()
 			}
+			acts.wake()
 		},
 		Notified: notified,
 	})
@@ -372,11 +381,12 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 		wg.Add(2)
 		go func() { defer wg.Done(); errc <- eng.Run(ctx) }()
 		go func() { defer wg.Done(); _ = deliverer.Run(ctx) }()
+		acts.run(ctx, &wg)
 		if onPostgres {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_ = pg.WatchEvents(ctx, func() { eng.Wake(); deliverer.Wake() }) // nil once ctx is done
+				_ = pg.WatchEvents(ctx, func() { eng.Wake(); deliverer.Wake(); acts.wake() }) // nil once ctx is done
 			}()
 		}
 	}
