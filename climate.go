@@ -128,6 +128,9 @@ type Host struct {
 	Extra     map[string]string
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	// Power is the host's power state under power management; nil when none was recorded.
+	// Stores read it with the host; UpdateHost leaves it alone (SetHostPower writes it).
+	Power *HostPower
 }
 
 // Property returns the value of a host property by its query name: a built-in column

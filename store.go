@@ -51,6 +51,9 @@ type Tx interface {
 	// UpdateHost rewrites a host row and replaces its extra capabilities.
 	UpdateHost(ctx context.Context, h *Host) error
 	DeleteHost(ctx context.Context, id string) error
+	// SetHostPower records a host's power state (CodeNotFound when the host is gone). It
+	// does not change the inventory revision: power is not a property leases plan on.
+	SetHostPower(ctx context.Context, p *HostPower) error
 	// InventoryRevision increases on every change to hosts or their capabilities, so a
 	// cache of the inventory can tell when it is stale.
 	InventoryRevision(ctx context.Context) (int64, error)

@@ -238,6 +238,18 @@ func TestFailedStartPutsLeaseInError(t *testing.T) {
 	if got.Status != climate.LeaseError || got.Reservations[0].Status != climate.ReservationError || got.Event(climate.EventStartLease).Status != climate.EventError {
 		t.Fatalf("lease %s, reservation %s, start event %s", got.Status, got.Reservations[0].Status, got.Event(climate.EventStartLease).Status)
 	}
+	// The outcome's notification, written with it, carries the action's message.
+	var ns []climate.Notification
+	if err := h.store.View(context.Background(), func(tx climate.Tx) (err error) {
+		ns, err = tx.Notifications(context.Background(), 0, 10)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	last := ns[len(ns)-1]
+	if last.EventType != "lease.event.start_lease" || last.LeaseID != l.ID || last.Error != r.Err.Error() || last.Error == "" {
+		t.Errorf("last notification %+v, want lease.event.start_lease with the error %q", last, r.Err)
+	}
 }
 
 // A claim left by a process that died is taken over once it expires, and the event runs

@@ -164,6 +164,11 @@ func badCases() []badCase {
 		post("before_end_date at start", leaseWith(`{"before_end_date": "2026-11-22 10:00"}`), 400, "Datetime is out of lease limits"),
 		post("before_end_date now", leaseWith(`{"before_end_date": "now"}`), 400, "before_end_date must be a date"),
 		post("before_end_date bogus", leaseWith(`{"before_end_date": "soon"}`), 400, "soon is an invalid date"),
+		post("before_start_date after start", leaseWith(`{"before_start_date": "2026-11-22 11:00"}`), 400, "before_start_date must be between now and the start date"),
+		post("before_start_date at start", leaseWith(`{"before_start_date": "2026-11-22 10:00"}`), 400, "before_start_date must be between now and the start date"),
+		post("before_start_date in the past", leaseWith(`{"before_start_date": "2026-11-21 09:00"}`), 400, "before_start_date must be between now and the start date"),
+		post("before_start_date now", leaseWith(`{"before_start_date": "now"}`), 400, "before_start_date must be a date"),
+		post("before_start_date number", leaseWith(`{"before_start_date": 5}`), 400, "Malformed parameter before_start_date"),
 
 		// Property queries.
 		post("query missing value", resWith(`{"resource_properties": "[\"==\", \"gpu\"]"}`), 400, "Malformed requirements"),
@@ -206,6 +211,7 @@ func badCases() []badCase {
 		put("update end now", `{"end_date": "now"}`, 400, "End date must be later than current and start date"),
 		put("update before_end_date outside", `{"before_end_date": "2026-11-24 10:00"}`, 400, "Datetime is out of lease limits"),
 		put("update before_end_date now", `{"before_end_date": "now"}`, 400, `before_end_date must be a date`),
+		put("update before_start_date after start", `{"before_start_date": "2026-11-22 12:00"}`, 400, "before_start_date must be between now and the start date"),
 		put("update events", `{"events": [{}]}`, 400, "User-defined events"),
 		put("update reservations object", `{"reservations": {"id": "{{res}}"}}`, 400, "Malformed parameter reservations"),
 		put("update reservation without id", `{"reservations": [{"min": 1}]}`, 400, "Missing parameter reservation ID"),

@@ -84,7 +84,7 @@ func (s *Server) listHosts(r *http.Request, who climate.Identity) (int, any, err
 	}
 	out := make([]map[string]any, 0, len(hosts))
 	for i := range hosts {
-		out = append(out, toHostJSON(&hosts[i]))
+		out = append(out, toHostJSON(&hosts[i], s.now()))
 	}
 	return http.StatusOK, map[string]any{"hosts": out}, nil
 }
@@ -102,7 +102,7 @@ func (s *Server) createHost(r *http.Request, who climate.Identity) (int, any, er
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusCreated, map[string]any{"host": toHostJSON(h)}, nil
+	return http.StatusCreated, map[string]any{"host": toHostJSON(h, s.now())}, nil
 }
 
 func (s *Server) getHost(r *http.Request, who climate.Identity) (int, any, error) {
@@ -110,7 +110,7 @@ func (s *Server) getHost(r *http.Request, who climate.Identity) (int, any, error
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, map[string]any{"host": toHostJSON(h)}, nil
+	return http.StatusOK, map[string]any{"host": toHostJSON(h, s.now())}, nil
 }
 
 func (s *Server) updateHost(r *http.Request, who climate.Identity) (int, any, error) {
@@ -126,7 +126,7 @@ func (s *Server) updateHost(r *http.Request, who climate.Identity) (int, any, er
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, map[string]any{"host": toHostJSON(h)}, nil
+	return http.StatusOK, map[string]any{"host": toHostJSON(h, s.now())}, nil
 }
 
 func (s *Server) deleteHost(r *http.Request, who climate.Identity) (int, any, error) {

@@ -60,7 +60,7 @@ func newEnv(t testing.TB, auth climatehttp.Authenticator) *env {
 	if auth == nil {
 		auth = climatehttp.NoAuth{}
 	}
-	api := &climatehttp.Server{Leases: mgr, Hosts: mgr, Availability: mgr, Auth: auth, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	api := &climatehttp.Server{Leases: mgr, Hosts: mgr, Availability: mgr, Auth: auth, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Clock: clk}
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close) // runs before store.Close
 	return &env{t: t, url: srv.URL, clk: clk, store: store}

@@ -222,6 +222,9 @@ func (g *generator) leaseBody() map[string]any {
 	if g.chance(0.2) {
 		body["dry_run"] = true
 	}
+	if g.chance(0.2) {
+		body["before_start_date"] = t0.AddDate(0, 0, day-1).Format("2006-01-02 15:04")
+	}
 	return body
 }
 

@@ -39,6 +39,16 @@ type Server struct {
 	// StreamHeartbeat is how often a quiet event stream sends a comment line, so proxies
 	// keep it open; 0 means DefaultStreamHeartbeat.
 	StreamHeartbeat time.Duration
+	// Clock tells the time for figures computed on reading (a host's hours powered off);
+	// nil: the system clock.
+	Clock climate.Clock
+}
+
+func (s *Server) now() time.Time {
+	if s.Clock == nil {
+		return time.Now().UTC()
+	}
+	return s.Clock.Now()
 }
 
 // Handler returns the API's root handler.

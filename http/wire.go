@@ -49,8 +49,9 @@ type (
 	eventJSON       = api.Event
 )
 
-// toHostJSON renders a host with its extra capabilities flattened in, as Blazar does.
-func toHostJSON(h *climate.Host) map[string]any {
+// toHostJSON renders a host with its extra capabilities flattened in, as Blazar does, and
+// its power state (Climate's extension) once power management recorded one.
+func toHostJSON(h *climate.Host, now time.Time) map[string]any {
 	out := make(map[string]any, 16+len(h.Extra))
 	for k, v := range h.Extra {
 		out[k] = v
@@ -70,6 +71,11 @@ func toHostJSON(h *climate.Host) map[string]any {
 	out["status"] = nil
 	out["created_at"] = api.FormatCreated(h.CreatedAt)
 	out["updated_at"] = api.FormatUpdated(h.UpdatedAt)
+	if p := h.Power; p != nil {
+		out["power_state"] = string(p.State)
+		out["power_state_changed_at"] = api.FormatCreated(p.ChangedAt)
+		out["powered_off_hours"] = api.Hours(p.OffFor(now))
+	}
 	return out
 }
 

@@ -84,7 +84,8 @@ func applyHostFields(h *climate.Host, fields map[string]string) error {
 			if err != nil {
 				err = invalid("Malformed parameter reservable: %q is not a boolean", v)
 			}
-		case "id", "trust_id", "status", "created_at", "updated_at", "name":
+		case "id", "trust_id", "status", "created_at", "updated_at", "name",
+			"power_state", "power_state_changed_at", "powered_off_hours":
 			return invalid("Malformed parameter %s: it cannot be set", k)
 		default:
 			if len(k) > maxCapabilityKey {

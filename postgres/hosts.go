@@ -105,7 +105,8 @@ func (t *tx) ListHosts(ctx context.Context) ([]climate.Host, error) {
 
 // loadHosts loads hosts and their extras with two queries.
 func (t *tx) loadHosts(ctx context.Context, where string, args ...any) ([]climate.Host, error) {
-	rows, err := t.q.Query(ctx, `SELECT `+hostColumns+` FROM hosts `+where+` ORDER BY created_at, seq`, args...)
+	rows, err := t.q.Query(ctx, `SELECT `+hostColumns+`, p.state, p.changed_at, p.off_micros
+		FROM hosts LEFT JOIN host_power p ON p.host_id = hosts.id `+where+` ORDER BY created_at, seq`, args...)
 	if err != nil {
 		return nil, dbError(err)
 	}
@@ -113,13 +114,20 @@ func (t *tx) loadHosts(ctx context.Context, where string, args ...any) ([]climat
 	index := map[string]int{}
 	for rows.Next() {
 		var h climate.Host
-		var updated *time.Time
+		var updated, powerChanged *time.Time
+		var power *string
+		var offMicros *int64
 		if err := rows.Scan(&h.ID, &h.HypervisorHostname, &h.ServiceName, &h.VCPUs, &h.MemoryMB, &h.LocalGB, &h.CPUInfo,
-			&h.HypervisorType, &h.HypervisorVersion, &h.AvailabilityZone, &h.TrustID, &h.Reservable, &h.CreatedAt, &updated); err != nil {
+			&h.HypervisorType, &h.HypervisorVersion, &h.AvailabilityZone, &h.TrustID, &h.Reservable, &h.CreatedAt, &updated,
+			&power, &powerChanged, &offMicros); err != nil {
 			rows.Close()
 			return nil, dbError(err)
 		}
 		h.CreatedAt, h.UpdatedAt = fromTS(h.CreatedAt), fromNullTS(updated)
+		if power != nil && powerChanged != nil && offMicros != nil {
+			h.Power = &climate.HostPower{HostID: h.ID, State: climate.PowerState(*power),
+				ChangedAt: fromTS(*powerChanged), OffBefore: time.Duration(*offMicros) * time.Microsecond}
+		}
 		h.Extra = map[string]string{}
 		index[h.ID] = len(hosts)
 		hosts = append(hosts, h)
@@ -144,6 +152,24 @@ func (t *tx) loadHosts(ctx context.Context, where string, args ...any) ([]climat
 		}
 	}
 	return hosts, dbError(rows.Err())
+}
+
+// SetHostPower records a host's power state; the inventory revision stays.
+func (t *tx) SetHostPower(ctx context.Context, p *climate.HostPower) error {
+	if err := t.writable(); err != nil {
+		return err
+	}
+	tag, err := t.q.Exec(ctx, `INSERT INTO host_power (host_id, state, changed_at, off_micros)
+		SELECT id, $1, $2, $3 FROM hosts WHERE id = $4
+		ON CONFLICT (host_id) DO UPDATE SET state = EXCLUDED.state, changed_at = EXCLUDED.changed_at, off_micros = EXCLUDED.off_micros`,
+		string(p.State), ts(p.ChangedAt), p.OffBefore.Microseconds(), p.HostID)
+	if err != nil {
+		return dbError(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return hostNotFound(p.HostID)
+	}
+	return nil
 }
 
 // UpdateHost rewrites a host and replaces its extras.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"strconv"
+	"time"
 
 	"climate"
 )
@@ -111,7 +112,8 @@ func (t *tx) ListHosts(ctx context.Context) ([]climate.Host, error) {
 
 // loadHosts loads hosts and their extras with two queries.
 func (t *tx) loadHosts(ctx context.Context, where string, args ...any) ([]climate.Host, error) {
-	rows, err := t.q.QueryContext(ctx, `SELECT `+hostColumns+` FROM hosts `+where+` ORDER BY created_at, seq`, args...)
+	rows, err := t.q.QueryContext(ctx, `SELECT `+hostColumns+`, p.state, p.changed_at, p.off_micros
+		FROM hosts LEFT JOIN host_power p ON p.host_id = hosts.id `+where+` ORDER BY created_at, seq`, args...)
 	if err != nil {
 		return nil, internal(err)
 	}
@@ -120,13 +122,19 @@ func (t *tx) loadHosts(ctx context.Context, where string, args ...any) ([]climat
 	for rows.Next() {
 		var h climate.Host
 		var created int64
-		var updated sql.NullInt64
+		var updated, powerChanged, offMicros sql.NullInt64
+		var power sql.NullString
 		if err := rows.Scan(&h.ID, &h.HypervisorHostname, &h.ServiceName, &h.VCPUs, &h.MemoryMB, &h.LocalGB, &h.CPUInfo,
-			&h.HypervisorType, &h.HypervisorVersion, &h.AvailabilityZone, &h.TrustID, &h.Reservable, &created, &updated); err != nil {
+			&h.HypervisorType, &h.HypervisorVersion, &h.AvailabilityZone, &h.TrustID, &h.Reservable, &created, &updated,
+			&power, &powerChanged, &offMicros); err != nil {
 			rows.Close()
 			return nil, internal(err)
 		}
 		h.CreatedAt, h.UpdatedAt = fromMicros(created), fromNullMicros(updated)
+		if power.Valid {
+			h.Power = &climate.HostPower{HostID: h.ID, State: climate.PowerState(power.String),
+				ChangedAt: fromNullMicros(powerChanged), OffBefore: time.Duration(offMicros.Int64) * time.Microsecond}
+		}
 		h.Extra = map[string]string{}
 		index[h.ID] = len(hosts)
 		hosts = append(hosts, h)
@@ -191,6 +199,24 @@ func (t *tx) DeleteHost(ctx context.Context, id string) error {
 		return hostNotFound(id)
 	}
 	return t.bumpInventory(ctx)
+}
+
+// SetHostPower records a host's power state; the inventory revision stays.
+func (t *tx) SetHostPower(ctx context.Context, p *climate.HostPower) error {
+	if err := t.writable(); err != nil {
+		return err
+	}
+	res, err := t.q.ExecContext(ctx, `INSERT INTO host_power (host_id, state, changed_at, off_micros)
+		SELECT id, ?, ?, ? FROM hosts WHERE id = ?
+		ON CONFLICT (host_id) DO UPDATE SET state = excluded.state, changed_at = excluded.changed_at, off_micros = excluded.off_micros`,
+		string(p.State), micros(p.ChangedAt), p.OffBefore.Microseconds(), p.HostID)
+	if err != nil {
+		return internal(err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return hostNotFound(p.HostID)
+	}
+	return nil
 }
 
 // AllocationRevision returns the allocations' change counter (kept by triggers).

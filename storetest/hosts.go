@@ -300,6 +300,9 @@ func testInventoryRevision(t *testing.T, s climate.Store) {
 		return err
 	})
 	step("DeleteLease", false, func(tx climate.Tx) error { return tx.DeleteLease(ctx, "l1") })
+	step("SetHostPower", false, func(tx climate.Tx) error {
+		return tx.SetHostPower(ctx, &climate.HostPower{HostID: h.ID, State: climate.PowerOff, ChangedAt: now})
+	})
 	step("DeleteHost", true, func(tx climate.Tx) error { return tx.DeleteHost(ctx, h.ID) })
 }
 
@@ -341,4 +344,75 @@ func testAllocationRevision(t *testing.T, s climate.Store) {
 		return tx.UpdateLease(ctx, l)
 	})
 	step("DeleteLease", true, func(tx climate.Tx) error { return tx.DeleteLease(ctx, "l1") })
+}
+
+// testHostPower: a host's power state is read with the host, written only by SetHostPower
+// (UpdateHost keeps it), and goes with the host.
+func testHostPower(t *testing.T, s climate.Store) {
+	a := computeHost("a", t0, nil)
+	b := computeHost("b", t0.Add(time.Second), nil)
+	insertHost(t, s, a)
+	insertHost(t, s, b)
+	hostPower := func(id string) *climate.HostPower {
+		t.Helper()
+		var p *climate.HostPower
+		view(t, s, func(tx climate.Tx) error {
+			h, err := tx.GetHost(ctx, id)
+			if err != nil {
+				return err
+			}
+			p = h.Power
+			hosts, err := tx.ListHosts(ctx)
+			if err != nil {
+				return err
+			}
+			for _, lh := range hosts {
+				if lh.ID == id && !reflect.DeepEqual(lh.Power, p) {
+					t.Errorf("host %s: ListHosts power %+v, GetHost %+v", id, lh.Power, p)
+				}
+			}
+			return nil
+		})
+		return p
+	}
+	if p := hostPower(a.ID); p != nil {
+		t.Fatalf("new host: power %+v, want none recorded", p)
+	}
+
+	off := climate.HostPower{HostID: a.ID, State: climate.PowerOff, ChangedAt: t0, OffBefore: 90*time.Minute + 1500*time.Microsecond}
+	update(t, s, func(tx climate.Tx) error { return tx.SetHostPower(ctx, &off) })
+	want := off
+	want.ChangedAt = ts(t0)
+	if got := hostPower(a.ID); got == nil || *got != want {
+		t.Errorf("after SetHostPower: %+v, want %+v", got, want)
+	}
+	if got := hostPower(b.ID); got != nil {
+		t.Errorf("host b: power %+v, want none (only a was set)", got)
+	}
+
+	// Rewritten, not added; UpdateHost leaves it.
+	on := want.Next(climate.PowerSwitchingOn, now)
+	update(t, s, func(tx climate.Tx) error { return tx.SetHostPower(ctx, &on) })
+	upd := *a
+	upd.VCPUs, upd.UpdatedAt = 64, t0.Add(time.Minute)
+	update(t, s, func(tx climate.Tx) error { return tx.UpdateHost(ctx, &upd) })
+	if got := hostPower(a.ID); got == nil || *got != on {
+		t.Errorf("after a second SetHostPower and UpdateHost: %+v, want %+v", got, on)
+	}
+
+	err := s.Update(ctx, func(tx climate.Tx) error {
+		return tx.SetHostPower(ctx, &climate.HostPower{HostID: "nope", State: climate.PowerOn, ChangedAt: now})
+	})
+	wantCode(t, "SetHostPower unknown host", err, climate.CodeNotFound)
+	update(t, s, func(tx climate.Tx) error { return tx.DeleteHost(ctx, a.ID) })
+	err = s.Update(ctx, func(tx climate.Tx) error {
+		return tx.SetHostPower(ctx, &climate.HostPower{HostID: a.ID, State: climate.PowerOn, ChangedAt: now})
+	})
+	wantCode(t, "SetHostPower deleted host", err, climate.CodeNotFound)
+	err = s.View(ctx, func(tx climate.Tx) error {
+		return tx.SetHostPower(ctx, &climate.HostPower{HostID: b.ID, State: climate.PowerOn, ChangedAt: now})
+	})
+	if err == nil {
+		t.Error("SetHostPower in a View succeeded")
+	}
 }

@@ -35,6 +35,7 @@ func Run(t *testing.T, open func(t *testing.T) climate.Store) {
 		{"Hosts", testHosts},
 		{"HostIDs", testHostIDs},
 		{"HostConflicts", testHostConflicts},
+		{"HostPower", testHostPower},
 		{"ResourceProperties", testResourceProperties},
 		{"InventoryRevision", testInventoryRevision},
 		{"AllocationRevision", testAllocationRevision},

@@ -183,17 +183,26 @@ func TestCLILeaseLifecycle(t *testing.T) {
 	day := time.Now().UTC().Add(72 * time.Hour).Format("2006-01-02")
 	l := c.leaseJSON("lease", "create", "train",
 		"--reservation", `resource_type=physical:host,min=1,max=2,resource_properties=["==","$gpu","true"]`,
-		"--start-date", day+" 10:00", "--end-date", "+4h", "--before-end-date", "-30m")
+		"--start-date", day+" 10:00", "--end-date", "+4h", "--before-end-date", "-30m", "--before-start-date", "-15m")
 	if l.Name != "train" || l.Status != "PENDING" || l.StartDate != day+"T10:00:00.000000" || l.EndDate != day+"T14:00:00.000000" {
 		t.Fatalf("created lease: %+v", l)
 	}
 	if r := l.Reservations[0]; r.Min != 1 || r.Max != 2 || r.ResourceProperties != `["==","$gpu","true"]` {
 		t.Fatalf("reservation: %+v", r)
 	}
+	heads := 0
 	for _, e := range l.Events {
 		if e.EventType == "before_end_lease" && e.Time != day+"T13:30:00.000000" {
 			t.Fatalf("before_end_lease at %s, want 13:30", e.Time)
 		}
+		if e.EventType == "before_start_lease" {
+			if heads++; e.Time != day+"T09:45:00.000000" {
+				t.Fatalf("before_start_lease at %s, want 09:45", e.Time)
+			}
+		}
+	}
+	if heads != 1 {
+		t.Fatalf("events %+v: want one before_start_lease", l.Events)
 	}
 	// Blazar's legacy flag and an RFC 3339 date.
 	c.ok("lease", "create", "cpu", "--physical-reservation", `min=1,max=1,resource_properties=["==","$gpu","false"]`,

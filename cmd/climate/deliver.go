@@ -5,10 +5,47 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"climate"
 	"climate/notify"
+	"climate/notify/amqp"
 	"climate/postgres"
 )
+
+// notifyOptions configure where notifications go besides the log.
+type notifyOptions struct {
+	amqp amqp.Config
+}
+
+func addNotifyFlags(f *pflag.FlagSet, o *notifyOptions) {
+	f.StringVar(&o.amqp.URL, "amqp-url", "", "send notifications to RabbitMQ in oslo.messaging's format: amqp://USER:PASSWORD@HOST:5672/VHOST (prefer CLIMATE_AMQP_URL: a flag's value shows in ps)")
+	f.StringVar(&o.amqp.Exchange, "amqp-exchange", "openstack", "topic exchange for notifications (oslo's control_exchange)")
+	f.StringVar(&o.amqp.Topic, "amqp-topic", "notifications", "notification topic: messages go with routing key TOPIC.info")
+	f.StringVar(&o.amqp.PublisherID, "amqp-publisher-id", "blazar.lease", "publisher_id of the notifications")
+	f.BoolVar(&o.amqp.Durable, "amqp-durable", false, "declare the exchange and queue durable when they do not exist (oslo's amqp_durable_queues)")
+}
+
+// destinations returns the configured destinations besides the log, and a function that
+// closes them once delivery has stopped.
+func (o *notifyOptions) destinations(log *slog.Logger) ([]notify.Destination, func(), error) {
+	var out []notify.Destination
+	closers := []func(){}
+	if o.amqp.URL != "" {
+		d, err := amqp.New(o.amqp)
+		if err != nil {
+			return nil, nil, err
+		}
+		log.Info("notifications to AMQP", "broker", d.String(), "exchange", o.amqp.Exchange, "routing_key", o.amqp.Topic+".info")
+		out = append(out, d)
+		closers = append(closers, func() { _ = d.Close() })
+	}
+	return out, func() {
+		for _, c := range closers {
+			c()
+		}
+	}, nil
+}
 
 // Notification delivery on PostgreSQL: one replica at a time delivers, holding the
 // "deliver" leader row, renewed at least every deliverMaxSleep.

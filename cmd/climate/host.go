@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -36,8 +37,11 @@ func newHostListCmd(o *clientOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
 		Short: "List hosts",
+		Long: `List hosts. Under power management (climate serve --power-off), the list shows each
+host's power state and the hours it has spent powered off.`,
 		Example: `  climate host list
   climate host list -c hypervisor_hostname -c gpu --sort-by hypervisor_hostname
+  climate host list -c hypervisor_hostname,power_state,powered_off_hours -o json
   climate host list -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -49,9 +53,20 @@ func newHostListCmd(o *clientOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return o.out.printList(cmd.OutOrStdout(), hosts, hostColumns)
+			return o.out.printList(cmd.OutOrStdout(), hosts, hostListColumns(hosts))
 		},
 	}
+}
+
+// hostListColumns are host list's default columns: the power columns too once power
+// management has recorded a host's state.
+func hostListColumns(hosts []api.Host) []string {
+	for _, h := range hosts {
+		if h.PowerState != "" {
+			return append(slices.Clone(hostColumns), "power_state", "powered_off_hours")
+		}
+	}
+	return hostColumns
 }
 
 func newHostShowCmd(o *clientOptions) *cobra.Command {

@@ -91,6 +91,7 @@ func newLeaseShowCmd(o *clientOptions) *cobra.Command {
 
 type leaseCreateOptions struct {
 	start, end, beforeEnd string
+	beforeStart           string
 	reservations          []string
 	physical              []string
 	duration, deadline    string
@@ -161,6 +162,7 @@ Climate books the first window in which the reservations fit (before --deadline,
 	f.StringVar(&lo.start, "start-date", "now", "start: "+dateHelp+", or earliest (with --duration)")
 	f.StringVar(&lo.end, "end-date", "", "end: a date or +DURATION after the start (default: a day after the start, as in Blazar)")
 	f.StringVar(&lo.beforeEnd, "before-end-date", "", "when the before_end_lease event fires: a date or -DURATION before the end (default: the server's)")
+	f.StringVar(&lo.beforeStart, "before-start-date", "", "when the before_start_lease heads-up fires: a date or -DURATION before the start (default: the server's --before-start)")
 	f.StringVar(&lo.duration, "duration", "", "with --start-date earliest: how long the lease lasts (90m, 6h, 2d)")
 	f.StringVar(&lo.deadline, "deadline", "", "with --start-date earliest: the lease must end by this date")
 	f.BoolVar(&lo.dryRun, "dry-run", false, "plan the lease and show the hosts it would get, without booking")
@@ -214,7 +216,12 @@ func (lo *leaseCreateOptions) request(name string, now time.Time) (api.LeaseRequ
 			}
 			req.Deadline = wireDate(t)
 		}
-		return req, lo.beforeEndDate(&req, time.Time{})
+		var err error
+		req.BeforeEndDate, err = dateBefore("before-end-date", lo.beforeEnd, time.Time{}, "end")
+		if err == nil {
+			req.BeforeStartDate, err = dateBefore("before-start-date", lo.beforeStart, time.Time{}, "start")
+		}
+		return req, err
 	}
 	start, startNow, err := parseDate("start-date", lo.start, now)
 	if err != nil {
@@ -237,34 +244,37 @@ func (lo *leaseCreateOptions) request(name string, now time.Time) (api.LeaseRequ
 		end = t
 	}
 	req.EndDate = wireDate(end)
-	return req, lo.beforeEndDate(&req, end)
+	if req.BeforeEndDate, err = dateBefore("before-end-date", lo.beforeEnd, end, "end"); err != nil {
+		return req, err
+	}
+	req.BeforeStartDate, err = dateBefore("before-start-date", lo.beforeStart, base, "start")
+	return req, err
 }
 
-// beforeEndDate sets the request's before_end_date; -DURATION counts back from end.
-func (lo *leaseCreateOptions) beforeEndDate(req *api.LeaseRequest, end time.Time) error {
-	if lo.beforeEnd == "" {
-		return nil
+// dateBefore reads a flag that takes a date or -DURATION before anchor (the lease's
+// "end" or "start", as anchorName says); "" gives "".
+func dateBefore(flag, value string, anchor time.Time, anchorName string) (string, error) {
+	if value == "" {
+		return "", nil
 	}
-	if rest, ok := cutMinus(lo.beforeEnd); ok {
-		if end.IsZero() {
-			return fmt.Errorf("--before-end-date -DURATION needs a known end date; give a date instead")
+	if rest, ok := cutMinus(value); ok {
+		if anchor.IsZero() {
+			return "", fmt.Errorf("--%s -DURATION needs a known %s date; give a date instead", flag, anchorName)
 		}
-		d, err := parseDelta("before-end-date", rest)
+		d, err := parseDelta(flag, rest)
 		if err != nil {
-			return err
+			return "", err
 		}
-		req.BeforeEndDate = wireDate(end.Add(-d))
-		return nil
+		return wireDate(anchor.Add(-d)), nil
 	}
-	t, isNow, err := parseDate("before-end-date", lo.beforeEnd, time.Now())
+	t, isNow, err := parseDate(flag, value, time.Now())
 	if err != nil {
-		return err
+		return "", err
 	}
 	if isNow {
-		return fmt.Errorf("--before-end-date now: give a date or -DURATION before the end")
+		return "", fmt.Errorf("--%s now: give a date or -DURATION before the %s", flag, anchorName)
 	}
-	req.BeforeEndDate = wireDate(t)
-	return nil
+	return wireDate(t), nil
 }
 
 // cutMinus reports whether s is "-DURATION" (not a date, which starts with a digit).
@@ -277,6 +287,7 @@ func cutMinus(s string) (string, bool) {
 
 type leaseUpdateOptions struct {
 	name, start, end, beforeEnd       string
+	beforeStart                       string
 	prolong, reduce, deferBy, advance string
 	reservations                      []string
 }
@@ -323,6 +334,7 @@ are like 30m, 2h, 1d or 1d12h. --reservation changes one reservation, named by i
 	f.StringVar(&uo.start, "start-date", "", "new start: "+dateHelp)
 	f.StringVar(&uo.end, "end-date", "", "new end: a date, or +DURATION after the (new) start")
 	f.StringVar(&uo.beforeEnd, "before-end-date", "", "when before_end_lease fires: a date or -DURATION before the end")
+	f.StringVar(&uo.beforeStart, "before-start-date", "", "when the before_start_lease heads-up fires: a date or -DURATION before the start")
 	f.StringVar(&uo.prolong, "prolong-for", "", "move the end later by this much")
 	f.StringVar(&uo.reduce, "reduce-by", "", "move the end earlier by this much")
 	f.StringVar(&uo.deferBy, "defer-by", "", "move the start later by this much")
@@ -339,8 +351,8 @@ func (uo *leaseUpdateOptions) check() error {
 	if n := count(uo.start, uo.deferBy, uo.advance); n > 1 {
 		return fmt.Errorf("give only one of --start-date, --defer-by and --advance-by")
 	}
-	if count(uo.name, uo.start, uo.end, uo.beforeEnd, uo.prolong, uo.reduce, uo.deferBy, uo.advance) == 0 && len(uo.reservations) == 0 {
-		return fmt.Errorf("nothing to change: give --name, --start-date, --end-date, --prolong-for, --reduce-by, --defer-by, --advance-by, --before-end-date or --reservation")
+	if count(uo.name, uo.start, uo.end, uo.beforeEnd, uo.beforeStart, uo.prolong, uo.reduce, uo.deferBy, uo.advance) == 0 && len(uo.reservations) == 0 {
+		return fmt.Errorf("nothing to change: give --name, --start-date, --end-date, --prolong-for, --reduce-by, --defer-by, --advance-by, --before-end-date, --before-start-date or --reservation")
 	}
 	return nil
 }
@@ -407,13 +419,11 @@ func (uo *leaseUpdateOptions) update(l *api.Lease) (api.LeaseUpdate, error) {
 		newEnd = end.Add(d)
 		u.EndDate = wireDate(newEnd)
 	}
-	if uo.beforeEnd != "" {
-		lo := leaseCreateOptions{beforeEnd: uo.beforeEnd}
-		var req api.LeaseRequest
-		if err := lo.beforeEndDate(&req, newEnd); err != nil {
-			return u, err
-		}
-		u.BeforeEndDate = req.BeforeEndDate
+	if u.BeforeEndDate, err = dateBefore("before-end-date", uo.beforeEnd, newEnd, "end"); err != nil {
+		return u, err
+	}
+	if u.BeforeStartDate, err = dateBefore("before-start-date", uo.beforeStart, newStart, "start"); err != nil {
+		return u, err
 	}
 	for _, s := range uo.reservations {
 		r, err := parseReservation("reservation", s)

@@ -49,11 +49,15 @@ type serveOptions struct {
 	// claimTTL is how long an engine's claim on due events lasts, unless renewed, before
 	// another replica may take them over (engine.Config.ClaimTTL); hidden, for tests.
 	claimTTL time.Duration
+	// notify configures notification destinations besides the log.
+	notify notifyOptions
 	// limits bound connections and clients; the zero value (options built in code, not
 	// from flags) means climatehttp.DefaultLimits with maxConnections' default.
 	limits climatehttp.Limits
 	// logTo receives the log; nil means stderr (tests read it).
 	logTo io.Writer
+	// actions are the hooks run at lease events, and power management (hooks.go).
+	actions actionOptions
 	// hubMaxSleep replaces the event stream's periodic re-read (tests: 0 means the default).
 	hubMaxSleep time.Duration
 }
@@ -117,6 +121,8 @@ logged at most every 10 s, with counts.`,
 	f.DurationVar(&o.claimTTL, "claim-ttl", engine.DefaultClaimTTL, "how long a claim on due events lasts unless its engine renews it (every third of it) before another replica's engine takes them over")
 	_ = f.MarkHidden("claim-ttl")
 	addLimitFlags(f, &o.limits)
+	addNotifyFlags(f, &o.notify)
+	addActionFlags(cmd, &o.actions)
 	addDataDirHelp(cmd)
 	return cmd
 }
@@ -319,6 +325,7 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 	}
 	var eng *engine.Engine
 	sole := false
+	acts := &actionSet{}
 	if runEngine {
 		if !onPostgres {
 			// One engine per SQLite database: holding the lock, it knows claims it finds are
@@ -336,11 +343,19 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 				sole = true
 			}
 		}
+		if acts, err = buildActions(&o.actions, st, clk, log, sole, pg, maxSleep); err != nil {
+			return err
+		}
 	}
 	// The delivery worker runs where the engine runs (on SQLite, the one engine process).
 	var deliverer *notify.Worker
 	if runEngine {
-		deliverer = newDeliverer(st, pg, clk, log, o.role, []notify.Destination{notify.Log{Logger: log}})
+		dests, closeDests, err := o.notify.destinations(log)
+		if err != nil {
+			return err
+		}
+		defer closeDests() // deferred before the worker stops (wg.Wait), so runs after it
+		deliverer = newDeliverer(st, pg, clk, log, o.role, append([]notify.Destination{notify.Log{Logger: log}}, dests...))
 	}
 	var hub *stream.Hub // GET /v1/events/stream's, where the API runs
 	if runAPI {
@@ -355,7 +370,8 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 		}
 	}
 	if runEngine {
-		eng = engine.New(st, clk, engine.Config{Logger: log, MaxSleep: maxSleep, ClaimTTL: o.claimTTL, Sole: sole, Observe: logHandled(log), Notified: notified})
+		eng = engine.New(st, clk, engine.Config{Logger: log, MaxSleep: maxSleep, ClaimTTL: o.claimTTL, Sole: sole,
+			Actions: acts.engine, Observe: acts.observe(logHandled(log)), Notified: notified})
 	}
 	mgr := manager.New(st, clk, manager.Config{
 		BeforeEnd:   o.beforeEnd,
@@ -364,6 +380,7 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 			if eng != nil {
 				eng.Wake()
 			}
+			acts.wake()
 		},
 		Notified: notified,
 	})
@@ -374,11 +391,12 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 		wg.Add(2)
 		go func() { defer wg.Done(); errc <- eng.Run(ctx) }()
 		go func() { defer wg.Done(); _ = deliverer.Run(ctx) }()
+		acts.run(ctx, &wg)
 		if onPostgres {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_ = pg.WatchEvents(ctx, func() { eng.Wake(); notified() }) // nil once ctx is done
+				_ = pg.WatchEvents(ctx, func() { eng.Wake(); notified(); acts.wake() }) // nil once ctx is done
 			}()
 		}
 	}

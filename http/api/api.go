@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -109,25 +110,27 @@ type Event struct {
 // where the reservations fit. Reservations are Blazar's free-form dictionaries, e.g.
 // {"resource_type": "physical:host", "min": 1, "max": 2, "resource_properties": "..."}.
 type LeaseRequest struct {
-	Name          string           `json:"name"`
-	StartDate     string           `json:"start_date"`
-	EndDate       string           `json:"end_date,omitempty"`
-	BeforeEndDate string           `json:"before_end_date,omitempty"`
-	Duration      string           `json:"duration,omitempty"`
-	Deadline      string           `json:"deadline,omitempty"`
-	DryRun        bool             `json:"dry_run,omitempty"`
-	Reservations  []map[string]any `json:"reservations"`
-	Events        []map[string]any `json:"events"`
+	Name            string           `json:"name"`
+	StartDate       string           `json:"start_date"`
+	EndDate         string           `json:"end_date,omitempty"`
+	BeforeEndDate   string           `json:"before_end_date,omitempty"`
+	BeforeStartDate string           `json:"before_start_date,omitempty"` // Climate's extension
+	Duration        string           `json:"duration,omitempty"`
+	Deadline        string           `json:"deadline,omitempty"`
+	DryRun          bool             `json:"dry_run,omitempty"`
+	Reservations    []map[string]any `json:"reservations"`
+	Events          []map[string]any `json:"events"`
 }
 
 // LeaseUpdate changes a lease; empty fields are left as they are. Reservations name the
 // reservation to change by "id".
 type LeaseUpdate struct {
-	Name          string           `json:"name,omitempty"`
-	StartDate     string           `json:"start_date,omitempty"`
-	EndDate       string           `json:"end_date,omitempty"`
-	BeforeEndDate string           `json:"before_end_date,omitempty"`
-	Reservations  []map[string]any `json:"reservations,omitempty"`
+	Name            string           `json:"name,omitempty"`
+	StartDate       string           `json:"start_date,omitempty"`
+	EndDate         string           `json:"end_date,omitempty"`
+	BeforeEndDate   string           `json:"before_end_date,omitempty"`
+	BeforeStartDate string           `json:"before_start_date,omitempty"` // Climate's extension
+	Reservations    []map[string]any `json:"reservations,omitempty"`
 }
 
 // Allocation lists the reservations holding one host.
@@ -194,8 +197,16 @@ type Host struct {
 	Reservable         bool
 	CreatedAt          string
 	UpdatedAt          *string
-	Extra              map[string]string
+	// PowerState, PowerStateChangedAt and PoweredOffHours are Climate's extension, on
+	// the wire only once power management has recorded the host's state.
+	PowerState          string
+	PowerStateChangedAt string
+	PoweredOffHours     float64
+	Extra               map[string]string
 }
+
+// hostPowerFields are the wire names of the power extension, written after hostFields.
+var hostPowerFields = []string{"power_state", "power_state_changed_at", "powered_off_hours"}
 
 // hostFields are the wire names of Host's standard fields, in the order they are written.
 var hostFields = []string{"id", "hypervisor_hostname", "service_name", "vcpus", "memory_mb", "local_gb",
@@ -226,6 +237,13 @@ func (h Host) MarshalJSON() ([]byte, error) {
 			return nil, err
 		}
 	}
+	if h.PowerState != "" {
+		for i, v := range []any{h.PowerState, h.PowerStateChangedAt, h.PoweredOffHours} {
+			if err := write(hostPowerFields[i], v); err != nil {
+				return nil, err
+			}
+		}
+	}
 	for _, k := range slices.Sorted(maps.Keys(h.Extra)) {
 		if err := write(k, h.Extra[k]); err != nil {
 			return nil, err
@@ -248,6 +266,7 @@ func (h *Host) UnmarshalJSON(b []byte) error {
 		"hypervisor_type": &h.HypervisorType, "hypervisor_version": &h.HypervisorVersion,
 		"availability_zone": &h.AvailabilityZone, "trust_id": &h.TrustID, "reservable": &h.Reservable,
 		"created_at": &h.CreatedAt, "updated_at": &h.UpdatedAt,
+		"power_state": &h.PowerState, "power_state_changed_at": &h.PowerStateChangedAt, "powered_off_hours": &h.PoweredOffHours,
 	}
 	for k, raw := range m {
 		if k == "status" {
@@ -270,6 +289,9 @@ func (h *Host) UnmarshalJSON(b []byte) error {
 	}
 	return nil
 }
+
+// Hours renders a duration in hours, to the hundredth (36 s).
+func Hours(d time.Duration) float64 { return math.Round(d.Hours()*100) / 100 }
 
 // FormatTime writes a lease date or event time (oslo's PERFECT_TIME_FORMAT, UTC).
 func FormatTime(t time.Time) string { return t.UTC().Format(TimeFormat) }
