@@ -87,7 +87,7 @@ func TestReplicaKilledWhileFiringEvents(t *testing.T) {
 		}
 		return err
 	})
-	t0 := time.Now().UTC().Add(4 * time.Second)
+	t0 := time.Now().UTC().Add(15 * time.Second) // room for creating 200 leases on a loaded CI machine
 	parallel(nLeases, func(c *auditClient, i int) error {
 		start := t0.Add(time.Duration(i%bursts) * 75 * time.Millisecond)
 		end := start.Add(length + time.Duration(i%7)*100*time.Millisecond)
