@@ -83,3 +83,12 @@ func (t *tx) SaveDeliveryCursor(ctx context.Context, c *climate.DeliveryCursor) 
 		c.Destination, c.Position, c.Attempts, nullTS(c.NextAttempt), c.LastError, ts(c.UpdatedAt))
 	return dbError(err)
 }
+
+// DeleteDeliveryCursor forgets a destination's cursor; none is not an error.
+func (t *tx) DeleteDeliveryCursor(ctx context.Context, destination string) error {
+	if err := t.writable(); err != nil {
+		return err
+	}
+	_, err := t.q.Exec(ctx, `DELETE FROM delivery_cursors WHERE destination = $1`, destination)
+	return dbError(err)
+}

@@ -80,3 +80,12 @@ func (t *tx) SaveDeliveryCursor(ctx context.Context, c *climate.DeliveryCursor) 
 		c.Destination, c.Position, c.Attempts, nullMicros(c.NextAttempt), c.LastError, micros(c.UpdatedAt))
 	return internal(err)
 }
+
+// DeleteDeliveryCursor forgets a destination's cursor; none is not an error.
+func (t *tx) DeleteDeliveryCursor(ctx context.Context, destination string) error {
+	if err := t.writable(); err != nil {
+		return err
+	}
+	_, err := t.q.ExecContext(ctx, `DELETE FROM delivery_cursors WHERE destination = ?`, destination)
+	return internal(err)
+}

@@ -93,3 +93,55 @@ func testOutbox(t *testing.T, s climate.Store) {
 		t.Errorf("cursor after success: %+v, want %+v", c, done)
 	}
 }
+
+// testDeleteDeliveryCursor: a deleted cursor is gone, others stay, deleting a missing
+// one is not an error, and a View cannot delete.
+func testDeleteDeliveryCursor(t *testing.T, s climate.Store) {
+	keep := climate.DeliveryCursor{Destination: "webhook:keep", Position: 7, Attempts: 1, LastError: "HTTP 502", UpdatedAt: now}
+	update(t, s, func(tx climate.Tx) error {
+		for _, c := range []climate.DeliveryCursor{{Destination: "webhook:w1", Position: 3, UpdatedAt: now}, keep} {
+			if err := tx.SaveDeliveryCursor(ctx, &c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	err := s.View(ctx, func(tx climate.Tx) error { return tx.DeleteDeliveryCursor(ctx, "webhook:w1") })
+	wantCode(t, "DeleteDeliveryCursor in View", err, climate.CodeInternal)
+	exists := func(destination string) bool {
+		t.Helper()
+		var ok bool
+		view(t, s, func(tx climate.Tx) (err error) {
+			_, ok, err = tx.DeliveryCursor(ctx, destination)
+			return err
+		})
+		return ok
+	}
+	if !exists("webhook:w1") {
+		t.Fatal("cursor gone after a View's delete")
+	}
+	update(t, s, func(tx climate.Tx) error { return tx.DeleteDeliveryCursor(ctx, "webhook:w1") })
+	if exists("webhook:w1") {
+		t.Error("cursor still there after DeleteDeliveryCursor")
+	}
+	update(t, s, func(tx climate.Tx) error { return tx.DeleteDeliveryCursor(ctx, "webhook:w1") })
+	update(t, s, func(tx climate.Tx) error { return tx.DeleteDeliveryCursor(ctx, "never-saved") })
+	view(t, s, func(tx climate.Tx) error {
+		c, ok, err := tx.DeliveryCursor(ctx, "webhook:keep")
+		if err != nil || !ok || c != keep {
+			t.Errorf("other cursor after deletes: %+v, ok %v, %v; want %+v", c, ok, err, keep)
+		}
+		return nil
+	})
+	// A new cursor under the deleted name starts afresh, from where it is saved.
+	update(t, s, func(tx climate.Tx) error {
+		return tx.SaveDeliveryCursor(ctx, &climate.DeliveryCursor{Destination: "webhook:w1", Position: 1, UpdatedAt: now})
+	})
+	view(t, s, func(tx climate.Tx) error {
+		c, ok, err := tx.DeliveryCursor(ctx, "webhook:w1")
+		if err != nil || !ok || c.Position != 1 {
+			t.Errorf("re-created cursor: %+v, ok %v, %v; want position 1 (the old 3 forgotten)", c, ok, err)
+		}
+		return nil
+	})
+}
