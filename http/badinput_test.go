@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"climate"
 	climatehttp "climate/http"
 )
 
@@ -28,7 +29,8 @@ func resWith(patch string) string {
 
 // seed registers three hosts (1 and 3 with gpu=true) and books two leases over
 // [2026-11-22 10:00, 2026-11-23 10:00): the admin's on a gpu host (host 1) and alice's on
-// any host (host 2), leaving host 3 free. It returns the ids as template variables.
+// any host (host 2), leaving host 3 free; and alice subscribes a webhook (ahook) to the
+// env's receiver (hook). It returns the ids as template variables.
 func seed(e *env) map[string]string {
 	e.t.Helper()
 	for _, body := range []string{
@@ -40,17 +42,23 @@ func seed(e *env) map[string]string {
 	}
 	l1 := e.mustDo(call{method: "POST", path: "/v1/leases", body: resWith(`{"resource_properties": "[\"==\", \"$gpu\", \"true\"]"}`)}, http.StatusCreated)
 	l2 := e.mustDo(call{method: "POST", path: "/v1/leases", body: validLease, header: asAlice}, http.StatusCreated)
-	return map[string]string{
+	vars := map[string]string{
 		"lease": lookup(e.t, l1, "lease.id"), "res": lookup(e.t, l1, "lease.reservations.0.id"),
 		"alease": lookup(e.t, l2, "lease.id"), "ares": lookup(e.t, l2, "lease.reservations.0.id"),
 	}
+	if e.recv != nil {
+		vars["hook"] = e.recv.url
+		w := e.mustDo(call{method: "POST", path: "/v1/webhooks", body: `{"url": "` + e.recv.url + `/alice", "event_types": ["lease.create"]}`, header: asAlice}, http.StatusCreated)
+		vars["ahook"] = lookup(e.t, w, "webhook.id")
+	}
+	return vars
 }
 
 // state is everything a request could change, as the admin sees it.
 func (e *env) state(vars map[string]string) string {
 	e.t.Helper()
 	return e.snapshot(nil, "/v1/leases", "/v1/os-hosts", "/v1/os-hosts/properties?detail=True&all=True",
-		expand(e.t, "/v1/os-hosts/allocations?lease_id={{lease}}", vars), "/v1/os-hosts/allocations")
+		expand(e.t, "/v1/os-hosts/allocations?lease_id={{lease}}", vars), "/v1/os-hosts/allocations", "/v1/webhooks")
 }
 
 // snapshot GETs paths with header and returns the statuses and bodies, one line each.
@@ -98,6 +106,9 @@ func badCases() []badCase {
 	}
 	req := func(name, method, path, body string, header map[string]string, status int, msg ...string) badCase {
 		return badCase{name: name, call: call{method: method, path: path, body: body, header: header}, status: status, msg: msg}
+	}
+	hook := func(name, body string, status int, msg ...string) badCase { // alice creates a webhook
+		return badCase{name: name, call: call{method: "POST", path: "/v1/webhooks", body: body, header: asAlice}, status: status, msg: msg}
 	}
 	huge := `{"name": "` + strings.Repeat("x", climatehttp.MaxBodyBytes) + `"}`
 	return []badCase{
@@ -354,6 +365,67 @@ func badCases() []badCase {
 		req("foreign host", "POST", "/v1/os-hosts", `{"name": "h"}`, map[string]string{"Host": "rebind.evil.example:1234"}, 403, "not a loopback address"),
 		req("foreign host read", "GET", "/v1/leases", "", map[string]string{"Host": "rebind.evil.example"}, 403, "not a loopback address"),
 
+		// Webhooks (Climate's extension).
+		hook("webhook missing url", `{}`, 400, "Missing parameter url"),
+		hook("webhook empty body", ``, 400, "Missing parameter url"),
+		hook("webhook null url", `{"url": null}`, 400, "Missing parameter url"),
+		hook("webhook url number", `{"url": 5}`, 400, "Malformed parameter url: expected a string"),
+		hook("webhook ftp url", `{"url": "ftp://127.0.0.1/x"}`, 400, "the scheme must be http or https"),
+		hook("webhook relative url", `{"url": "/hooks"}`, 400, "the scheme must be http or https"),
+		hook("webhook url without host", `{"url": "http:///x"}`, 400, "no host"),
+		hook("webhook url with credentials", `{"url": "http://user:hunter2@127.0.0.1:1/"}`, 400, "credentials in the URL are not accepted"),
+		hook("webhook url with fragment", `{"url": "{{hook}}/#x"}`, 400, "fragment"),
+		hook("webhook url too long", `{"url": "{{hook}}/`+strings.Repeat("x", climate.MaxWebhookURLLength)+`"}`, 400, "url is too long", "at most 2048"),
+		hook("webhook url with NUL", `{"url": "{{hook}}/\u0000"}`, 400, "NUL"),
+		hook("webhook unknown event type", `{"url": "{{hook}}", "event_types": ["lease.create", "lease.explode"]}`, 400, `Unknown event type "lease.explode"`, "lease.event.start_lease"),
+		hook("webhook blazar event name", `{"url": "{{hook}}", "event_types": ["start_lease"]}`, 400, "Unknown event type"),
+		hook("webhook 17 event types", `{"url": "{{hook}}", "event_types": [`+strings.TrimSuffix(strings.Repeat(`"lease.create",`, 17), ",")+`]}`, 400, "event_types has 17 entries, at most 16"),
+		hook("webhook event_types string", `{"url": "{{hook}}", "event_types": "lease.create"}`, 400, "Malformed parameter event_types: expected a list of strings"),
+		hook("webhook event_types numbers", `{"url": "{{hook}}", "event_types": [1]}`, 400, "Malformed parameter event_types"),
+		hook("webhook event_types object", `{"url": "{{hook}}", "event_types": {}}`, 400, "Malformed parameter event_types"),
+		hook("webhook all_projects string", `{"url": "{{hook}}", "all_projects": "yes"}`, 400, "Malformed parameter all_projects"),
+		hook("webhook project_id number", `{"url": "{{hook}}", "project_id": 7}`, 400, "Malformed parameter project_id"),
+		hook("webhook secret too short", `{"url": "{{hook}}", "secret": "short"}`, 400, "secret must be 16 to 256 characters long"),
+		hook("webhook secret too long", `{"url": "{{hook}}", "secret": "`+strings.Repeat("s", 257)+`"}`, 400, "secret must be 16 to 256"),
+		hook("webhook secret with spaces", `{"url": "{{hook}}", "secret": "sixteen characters here"}`, 400, "printable ASCII without spaces"),
+		hook("webhook secret number", `{"url": "{{hook}}", "secret": 1234567890123456789}`, 400, "Malformed parameter secret"),
+		hook("webhook unknown key", `{"url": "{{hook}}", "name": "mine"}`, 400, `Unknown parameter "name" in a webhook`, "event_types"),
+		hook("webhook enabled on create", `{"url": "{{hook}}", "enabled": false}`, 400, `Unknown parameter "enabled"`),
+		hook("webhook array body", `[{"url": "{{hook}}"}]`, 400, "must be a JSON object"),
+		hook("webhook all_projects by member", `{"url": "{{hook}}", "all_projects": true}`, 403, "all_projects"),
+		hook("webhook other project by member", `{"url": "{{hook}}", "project_id": "chemistry"}`, 403, "another project"),
+		req("webhook by reader", "POST", "/v1/webhooks", `{"url": "{{hook}}"}`, asReader, 403, "climate:webhooks:post"),
+		req("webhook list by guest", "GET", "/v1/webhooks", "", asGuest, 403, "climate:webhooks:get"),
+		req("webhook update empty", "PUT", "/v1/webhooks/{{ahook}}", `{}`, asAlice, 400, "Nothing to change", "url, event_types, enabled"),
+		req("webhook update no body", "PUT", "/v1/webhooks/{{ahook}}", ``, asAlice, 400, "Nothing to change"),
+		req("webhook update unknown key", "PUT", "/v1/webhooks/{{ahook}}", `{"enabled": false, "secret": "0123456789abcdef"}`, asAlice, 400, `Unknown parameter "secret" in a webhook update`),
+		req("webhook update enabled string", "PUT", "/v1/webhooks/{{ahook}}", `{"enabled": "no"}`, asAlice, 400, "Malformed parameter enabled"),
+		req("webhook update event_types string", "PUT", "/v1/webhooks/{{ahook}}", `{"event_types": "lease.create"}`, asAlice, 400, "Malformed parameter event_types"),
+		req("webhook update unknown event", "PUT", "/v1/webhooks/{{ahook}}", `{"enabled": false, "event_types": ["lease.nope"]}`, asAlice, 400, "Unknown event type"),
+		req("webhook update bad url", "PUT", "/v1/webhooks/{{ahook}}", `{"enabled": false, "url": "gopher://127.0.0.1/"}`, asAlice, 400, "the scheme must be http or https"),
+		req("webhook update closed port", "PUT", "/v1/webhooks/{{ahook}}", `{"enabled": false, "url": "http://127.0.0.1:1/"}`, asAlice, 400, "did not accept a test delivery"),
+		req("webhook update by reader", "PUT", "/v1/webhooks/{{ahook}}", `{"enabled": false}`, asReader, 403, "climate:webhooks:put"),
+		req("webhook delete by reader", "DELETE", "/v1/webhooks/{{ahook}}", "", asReader, 403, "climate:webhooks:delete"),
+		req("webhook of other project", "GET", "/v1/webhooks/{{ahook}}", "", asBob, 404, "Webhook {{ahook}} not found"),
+		req("webhook update of other project", "PUT", "/v1/webhooks/{{ahook}}", `{"enabled": false}`, asBob, 404, "not found"),
+		req("webhook delete of other project", "DELETE", "/v1/webhooks/{{ahook}}", "", asBob, 404, "not found"),
+		req("webhook deliveries of other project", "GET", "/v1/webhooks/{{ahook}}/deliveries", "", asBob, 404, "not found"),
+		req("webhook unknown id", "DELETE", "/v1/webhooks/nope", "", nil, 404, "Webhook nope not found"),
+		req("webhook id too long", "GET", "/v1/webhooks/"+strings.Repeat("w", 300), "", nil, 400, "too long"),
+		req("webhook deliveries limit 0", "GET", "/v1/webhooks/{{ahook}}/deliveries?limit=0", "", asAlice, 400, `limit="0" is not a positive integer`),
+		req("webhook deliveries limit negative", "GET", "/v1/webhooks/{{ahook}}/deliveries?limit=-1", "", asAlice, 400, "not a positive integer"),
+		req("webhook deliveries limit word", "GET", "/v1/webhooks/{{ahook}}/deliveries?limit=ten", "", asAlice, 400, "not a positive integer"),
+		req("webhook deliveries limit huge", "GET", "/v1/webhooks/{{ahook}}/deliveries?limit=99999999999999999999", "", asAlice, 400, "not a positive integer"),
+		req("webhook deliveries unknown parameter", "GET", "/v1/webhooks/{{ahook}}/deliveries?status=failed", "", asAlice, 400, `Unknown query parameter "status"`),
+		req("webhook deliveries repeated limit", "GET", "/v1/webhooks/{{ahook}}/deliveries?limit=1&limit=2", "", asAlice, 400, "given 2 times"),
+		req("wrong method on webhooks", "DELETE", "/v1/webhooks", "", nil, 405, "DELETE"),
+		req("wrong method on webhook", "POST", "/v1/webhooks/{{ahook}}", `{"enabled": false}`, nil, 405, "POST"),
+		req("wrong method on deliveries", "DELETE", "/v1/webhooks/{{ahook}}/deliveries", "", nil, 405, "DELETE"),
+		req("unknown webhook subroute", "GET", "/v1/webhooks/{{ahook}}/secret", "", nil, 404, "could not be found"),
+		req("webhook cross-site post", "POST", "/v1/webhooks", `{"url": "{{hook}}"}`, map[string]string{"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"}, 403, "Cross-origin"),
+		req("webhook text/plain", "POST", "/v1/webhooks", `{"url": "{{hook}}"}`, map[string]string{"Content-Type": "text/plain"}, 400, "Content-Type"),
+		req("oversized webhook body", "POST", "/v1/webhooks", huge, nil, 413, "larger than"),
+
 		// Other projects' leases do not exist for a non-admin.
 		req("other project gets lease", "GET", "/v1/leases/{{alease}}", "", asBob, 404, "{{alease}}"),
 		req("other project updates lease", "PUT", "/v1/leases/{{alease}}", `{"name": "mine"}`, asBob, 404, "{{alease}}"),
@@ -428,6 +500,15 @@ func testBadInput(t *testing.T, e *env) {
 		if r := e.do(call{method: "POST", path: "/v1/leases", body: validLease}); r.status != http.StatusConflict {
 			t.Errorf("a fourth lease on three hosts: %s, want 409", r)
 		}
+		// Webhooks: 16 event types (each once), a 16-character secret, a limit of 1.
+		w := e.mustDo(call{method: "POST", path: "/v1/webhooks", header: asAlice, body: `{"url": "` + vars["hook"] + `", "secret": "0123456789abcdef", "event_types": [` +
+			strings.TrimSuffix(strings.Repeat(`"lease.create",`, 16), ",") + `]}`}, http.StatusCreated)
+		if types := w["webhook"].(map[string]any)["event_types"].([]any); len(types) != 1 {
+			t.Errorf("16 × lease.create: event_types %v", types)
+		}
+		e.mustDo(call{method: "GET", path: "/v1/webhooks/" + vars["ahook"] + "/deliveries?limit=1", header: asAlice}, http.StatusOK)
+		e.mustDo(call{method: "PUT", path: "/v1/webhooks/" + vars["ahook"], body: `{"enabled": false, "url": "` + vars["hook"] + `/other"}`, header: asAlice}, http.StatusOK)
+		e.mustDo(call{method: "POST", path: "/v1/webhooks", body: `{"url": "` + vars["hook"] + `", "project_id": "chemistry", "all_projects": false}`}, http.StatusCreated)
 	})
 }
 

@@ -45,6 +45,8 @@ type env struct {
 	url   string
 	clk   *clock.Fake
 	store *sqlite.Store
+	// recv is a webhook receiver that accepts every delivery (webhooks_test.go).
+	recv *receiver
 }
 
 func newEnv(t testing.TB, auth climatehttp.Authenticator) *env {
@@ -60,10 +62,12 @@ func newEnv(t testing.TB, auth climatehttp.Authenticator) *env {
 	if auth == nil {
 		auth = climatehttp.NoAuth{}
 	}
-	api := &climatehttp.Server{Leases: mgr, Hosts: mgr, Availability: mgr, Auth: auth, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Clock: clk}
+	recv := newReceiver(t, http.StatusNoContent)
+	api := &climatehttp.Server{Leases: mgr, Hosts: mgr, Availability: mgr, Auth: auth, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Clock: clk,
+		Webhooks: webhookService(store, clk, true)}
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close) // runs before store.Close
-	return &env{t: t, url: srv.URL, clk: clk, store: store}
+	return &env{t: t, url: srv.URL, clk: clk, store: store, recv: recv}
 }
 
 // call is one HTTP request. A body is sent as application/json unless header sets a

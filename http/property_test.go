@@ -44,6 +44,7 @@ func TestRandomRequests(t *testing.T) {
 		g := &generator{rng: rand.New(rand.NewPCG(*propertySeed, 0x5eed)), vars: seed(e)}
 		g.leases = []string{g.vars["lease"], g.vars["alease"]}
 		g.reservations = []string{g.vars["res"], g.vars["ares"]}
+		g.webhooks = []string{g.vars["ahook"]}
 		state := e.state(g.vars)
 		var peak uint64
 		statuses := map[int]int{}
@@ -110,10 +111,12 @@ func onEachStore(t *testing.T, fn func(t *testing.T, e *env)) {
 func newEnvOn(t testing.TB, st climate.Store) *env {
 	clk := clock.NewFake(t0)
 	mgr := manager.New(st, clk, manager.Config{BeforeEnd: manager.DefaultBeforeEnd})
-	api := &climatehttp.Server{Leases: mgr, Hosts: mgr, Availability: mgr, Auth: climatehttp.NoAuth{}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	recv := newReceiver(t, http.StatusNoContent)
+	api := &climatehttp.Server{Leases: mgr, Hosts: mgr, Availability: mgr, Auth: climatehttp.NoAuth{}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Webhooks: webhookService(st, clk, true)}
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close)
-	return &env{t: t, url: srv.URL, clk: clk}
+	return &env{t: t, url: srv.URL, clk: clk, recv: recv}
 }
 
 // generator makes requests: mostly plausible ones with one to three fields made hostile,
@@ -124,6 +127,7 @@ type generator struct {
 	leases       []string // ids of leases that exist (or did)
 	reservations []string
 	hosts        []string
+	webhooks     []string
 }
 
 func (g *generator) pick(items ...string) string { return items[g.rng.IntN(len(items))] }
@@ -249,10 +253,40 @@ func (g *generator) query(keys ...string) string {
 	return "?" + v.Encode()
 }
 
+// webhookBody is a webhook to create: on the env's receiver (or a closed port), for some
+// event types, maybe with a secret, a project or every project.
+func (g *generator) webhookBody() map[string]any {
+	body := map[string]any{"url": g.pick(g.vars["hook"], g.vars["hook"]+"/x?token=1", "http://127.0.0.1:1/")}
+	if g.chance(0.5) {
+		types := []any{}
+		for range g.rng.IntN(4) {
+			types = append(types, g.pick(climate.NotificationTypes()...))
+		}
+		body["event_types"] = types
+	}
+	if g.chance(0.2) {
+		body["secret"] = g.pick("0123456789abcdef", "whsec_"+strings.Repeat("ab", 32))
+	}
+	if g.chance(0.2) {
+		body["project_id"] = g.pick("physics", "chemistry", "admin")
+	}
+	if g.chance(0.1) {
+		body["all_projects"] = true
+	}
+	return body
+}
+
+func (g *generator) webhook() string {
+	if len(g.webhooks) == 0 || g.chance(0.15) {
+		return g.text()
+	}
+	return g.webhooks[g.rng.IntN(len(g.webhooks))]
+}
+
 // request makes one request.
 func (g *generator) request() call {
 	var c call
-	switch g.rng.IntN(13) {
+	switch g.rng.IntN(16) {
 	case 0:
 		c = call{method: "GET", path: "/v1/leases" + g.query("limit", "marker", "status", "project_id")}
 	case 1:
@@ -287,8 +321,23 @@ func (g *generator) request() call {
 	case 11:
 		c = call{method: "GET", path: "/v1/availability/" + g.pick("earliest", "timeline") +
 			g.query("count", "duration", "after", "deadline", "limit", "from", "to", "step", "hypervisor_properties", "resource_properties")}
+	case 12:
+		c = call{method: g.pick("GET", "POST"), path: "/v1/webhooks", body: g.mutate(g.webhookBody())}
+	case 13:
+		u := map[string]any{}
+		for _, k := range []string{"url", "event_types", "enabled"} {
+			if g.chance(0.5) {
+				u[k] = g.webhookBody()[k]
+			}
+		}
+		if g.chance(0.5) {
+			u["enabled"] = g.chance(0.5)
+		}
+		c = call{method: g.pick("GET", "PUT", "PUT", "DELETE"), path: "/v1/webhooks/" + url.PathEscape(g.webhook()), body: g.mutate(u)}
+	case 14:
+		c = call{method: "GET", path: "/v1/webhooks/" + url.PathEscape(g.webhook()) + "/deliveries" + g.query("limit")}
 	default:
-		c = call{method: "GET", path: g.pick("/", "/versions", "/v1", "/v1/nothing", "/v1/leases.json", "/v1/os-hosts/1/x")}
+		c = call{method: "GET", path: g.pick("/", "/versions", "/v1", "/v1/nothing", "/v1/leases.json", "/v1/os-hosts/1/x", "/v1/webhooks/x/y")}
 	}
 	if c.method == "GET" || c.method == "DELETE" {
 		c.body = ""
@@ -343,19 +392,27 @@ func isASCIIPrintable(s string) bool {
 	return true
 }
 
-// learn remembers the ids an accepted request created, and deletes most new leases again
-// so the state (compared after every refusal) stays small.
+// learn remembers the ids an accepted request created, and deletes most new leases and
+// webhooks again so the state (compared after every refusal) stays small.
 func (g *generator) learn(e *env, c call, r response) {
 	var body struct {
 		Lease struct {
 			ID           string
 			Reservations []struct{ ID string }
 		}
-		Host   struct{ ID string }
-		DryRun bool `json:"dry_run"`
+		Host    struct{ ID string }
+		Webhook struct{ ID string }
+		DryRun  bool `json:"dry_run"`
 	}
 	if json.Unmarshal(r.body, &body) != nil {
 		return
+	}
+	if id := body.Webhook.ID; id != "" && c.method == "POST" {
+		if len(g.webhooks) > 8 || g.chance(0.6) {
+			e.mustDo(call{method: "DELETE", path: "/v1/webhooks/" + id}, http.StatusNoContent)
+			return
+		}
+		g.webhooks = append(g.webhooks, id)
 	}
 	if id := body.Host.ID; id != "" && c.method == "POST" {
 		g.hosts = append(g.hosts, id)

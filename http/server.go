@@ -42,6 +42,8 @@ type Server struct {
 	// Clock tells the time for figures computed on reading (a host's hours powered off);
 	// nil: the system clock.
 	Clock climate.Clock
+	// Webhooks serves /v1/webhooks (Climate's extension); nil leaves it out (404).
+	Webhooks climate.WebhookService
 }
 
 func (s *Server) now() time.Time {
@@ -91,6 +93,11 @@ func (s *Server) Handler() http.Handler {
 	}
 	if s.Notifications != nil {
 		mux.Handle("/v1/events/stream", s.methods(map[string]handler{"GET": s.streamEvents}))
+	}
+	if s.Webhooks != nil {
+		mux.Handle("/v1/webhooks", s.methods(map[string]handler{"GET": s.listWebhooks, "POST": s.createWebhook}))
+		mux.Handle("/v1/webhooks/{id}", s.methods(map[string]handler{"GET": s.getWebhook, "PUT": s.updateWebhook, "DELETE": s.deleteWebhook}))
+		mux.Handle("/v1/webhooks/{id}/deliveries", s.methods(map[string]handler{"GET": s.webhookDeliveries}))
 	}
 	mux.Handle("/", s.methods(nil)) // unknown routes: 404 in Blazar's error shape
 	return s.middleware(mux)
