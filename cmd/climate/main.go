@@ -38,10 +38,11 @@ func newRootCmd() *cobra.Command {
 
 Run the service with "climate serve"; talk to it with "climate lease", "climate host",
 "climate allocation" and "climate availability"; watch what happens with "climate
-events watch". Server flags and the client commands'
-connection and output flags can also be set with a CLIMATE_… environment variable (e.g.
---data-dir ↔ CLIMATE_DATA_DIR, --url ↔ CLIMATE_URL, --token ↔ CLIMATE_TOKEN, -o ↔
-CLIMATE_OUTPUT). Flags win over the environment, which wins over the client config file.`,
+events watch", or have it sent to a URL with "climate webhook". Server flags and the
+client commands' connection and output flags can also be set with a CLIMATE_…
+environment variable (e.g. --data-dir ↔ CLIMATE_DATA_DIR, --url ↔ CLIMATE_URL, --token ↔
+CLIMATE_TOKEN, -o ↔ CLIMATE_OUTPUT). Flags win over the environment, which wins over
+the client config file.`,
 		Example: `  climate serve                      # the service, on 127.0.0.1:1234
   climate host create node-1 --extra gpu=true
   climate lease create train --reservation resource_type=physical:host,min=1,max=1 --end-date +2h
@@ -53,7 +54,7 @@ CLIMATE_OUTPUT). Flags win over the environment, which wins over the client conf
 		},
 	}
 	root.AddCommand(newServeCmd(), newMigrateCmd(), newVersionCmd(), newBenchCmd(),
-		newLeaseCmd(), newHostCmd(), newAllocationCmd(), newAvailabilityCmd(), newEventsCmd())
+		newLeaseCmd(), newHostCmd(), newAllocationCmd(), newAvailabilityCmd(), newEventsCmd(), newWebhookCmd())
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return fmt.Errorf("%v (see %s --help)", err, cmd.CommandPath())
 	})
