@@ -2,6 +2,7 @@ package climate
 
 import (
 	"context"
+	"slices"
 	"time"
 )
 
@@ -36,6 +37,18 @@ const (
 // NotifyEvent is the notification type of a fired event: lease.event.<type>.
 func NotifyEvent(t EventType) string { return "lease.event." + string(t) }
 
+// NotificationTypes returns every notification type, the names filters may use.
+func NotificationTypes() []string {
+	out := []string{NotifyLeaseCreate, NotifyLeaseUpdate, NotifyLeaseDelete}
+	for _, t := range []EventType{EventStartLease, EventEndLease, EventBeforeEndLease, EventBeforeStartLease} {
+		out = append(out, NotifyEvent(t))
+	}
+	return out
+}
+
+// KnownNotificationType reports whether t is a notification type.
+func KnownNotificationType(t string) bool { return slices.Contains(NotificationTypes(), t) }
+
 // DeliveryCursor is how far one destination (the log, AMQP, a webhook) has got through
 // the outbox: it receives notifications in Seq order, one at a time, retrying the next
 // until it is delivered or given up on.
@@ -64,4 +77,7 @@ type Outbox interface {
 	// SaveDeliveryCursor writes a cursor (creating it). Its Position never moves back: a
 	// stale writer's older position is ignored, so a takeover redelivers, never skips.
 	SaveDeliveryCursor(ctx context.Context, c *DeliveryCursor) error
+	// DeleteDeliveryCursor forgets a destination's cursor (a deleted webhook's); none is
+	// not an error.
+	DeleteDeliveryCursor(ctx context.Context, destination string) error
 }

@@ -83,6 +83,8 @@ type Tx interface {
 
 	// The notification outbox, written in the transactions of the changes it reports.
 	Outbox
+	// Webhooks and their latest deliveries.
+	WebhookStore
 }
 
 // LeaseFilter selects leases. Zero fields match everything.

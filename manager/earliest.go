@@ -75,7 +75,7 @@ func (m *Manager) placeEarliest(l *climate.Lease, a *availability, s *slotSearch
 // EarliestSlots finds the earliest windows in which q.Count matching hosts are free. Any
 // project member may ask: the answer holds counts and times, not whose leases they are.
 func (m *Manager) EarliestSlots(ctx context.Context, who climate.Identity, q climate.SlotQuery) ([]climate.Slot, error) {
-	if err := requireReader(who, "climate:availability:get"); err != nil {
+	if err := climate.RequireReader(who, "climate:availability:get"); err != nil {
 		return nil, err
 	}
 	now := m.now()
@@ -120,7 +120,7 @@ const maxBuckets = 2000
 
 // Timeline counts matching hosts free in each bucket of q's range.
 func (m *Manager) Timeline(ctx context.Context, who climate.Identity, q climate.TimelineQuery) (*climate.Timeline, error) {
-	if err := requireReader(who, "climate:availability:get"); err != nil {
+	if err := climate.RequireReader(who, "climate:availability:get"); err != nil {
 		return nil, err
 	}
 	if q.From.IsZero() || q.To.IsZero() {

@@ -18,7 +18,7 @@ const maxCapabilityKey = 64
 // CreateHost registers a host. fields holds the request's keys: "name" (required), the
 // built-in host fields, and any other key as an extra capability.
 func (m *Manager) CreateHost(ctx context.Context, who climate.Identity, fields map[string]string) (*climate.Host, error) {
-	if err := requireAdmin(who, "blazar:oshosts:post"); err != nil {
+	if err := climate.RequireAdmin(who, "blazar:oshosts:post"); err != nil {
 		return nil, err
 	}
 	name := fields["name"]
@@ -135,7 +135,7 @@ func nonNegativeInt(name, v string) (int, error) {
 
 // GetHost returns a host (admins only).
 func (m *Manager) GetHost(ctx context.Context, who climate.Identity, id string) (*climate.Host, error) {
-	if err := requireAdmin(who, "blazar:oshosts:get"); err != nil {
+	if err := climate.RequireAdmin(who, "blazar:oshosts:get"); err != nil {
 		return nil, err
 	}
 	var h *climate.Host
@@ -149,7 +149,7 @@ func (m *Manager) GetHost(ctx context.Context, who climate.Identity, id string) 
 
 // ListHosts returns every host (admins only).
 func (m *Manager) ListHosts(ctx context.Context, who climate.Identity) ([]climate.Host, error) {
-	if err := requireAdmin(who, "blazar:oshosts:get"); err != nil {
+	if err := climate.RequireAdmin(who, "blazar:oshosts:get"); err != nil {
 		return nil, err
 	}
 	var hosts []climate.Host
@@ -165,7 +165,7 @@ func (m *Manager) ListHosts(ctx context.Context, who climate.Identity) ([]climat
 // current or future reservation on the host filters on cannot change (Blazar's rule): the
 // reservation was granted the host because of its value.
 func (m *Manager) UpdateHost(ctx context.Context, who climate.Identity, id string, fields map[string]string) (*climate.Host, error) {
-	if err := requireAdmin(who, "blazar:oshosts:put"); err != nil {
+	if err := climate.RequireAdmin(who, "blazar:oshosts:put"); err != nil {
 		return nil, err
 	}
 	if len(fields) == 0 {
@@ -250,7 +250,7 @@ func (m *Manager) checkPropertiesUnused(ctx context.Context, tx climate.Tx, host
 
 // DeleteHost removes a host that no current or future allocation holds.
 func (m *Manager) DeleteHost(ctx context.Context, who climate.Identity, id string) error {
-	if err := requireAdmin(who, "blazar:oshosts:delete"); err != nil {
+	if err := climate.RequireAdmin(who, "blazar:oshosts:delete"); err != nil {
 		return err
 	}
 	return m.store.Update(ctx, func(tx climate.Tx) error {
@@ -271,7 +271,7 @@ func (m *Manager) DeleteHost(ctx context.Context, who climate.Identity, id strin
 // ListHostProperties returns the extra-capability names known for hosts. Private ones
 // are listed only when all is set (admins see them; everyone else never does).
 func (m *Manager) ListHostProperties(ctx context.Context, who climate.Identity, all bool) ([]climate.PropertyInfo, error) {
-	if err := requireAdmin(who, "blazar:oshosts:get_resource_properties"); err != nil {
+	if err := climate.RequireAdmin(who, "blazar:oshosts:get_resource_properties"); err != nil {
 		return nil, err
 	}
 	var out []climate.PropertyInfo
@@ -308,7 +308,7 @@ func (m *Manager) ListHostProperties(ctx context.Context, who climate.Identity, 
 
 // SetHostPropertyPrivate marks a host property private or public.
 func (m *Manager) SetHostPropertyPrivate(ctx context.Context, who climate.Identity, name string, private bool) (*climate.ResourceProperty, error) {
-	if err := requireAdmin(who, "blazar:oshosts:update_resource_properties"); err != nil {
+	if err := climate.RequireAdmin(who, "blazar:oshosts:update_resource_properties"); err != nil {
 		return nil, err
 	}
 	p := &climate.ResourceProperty{ResourceType: climate.ResourceTypeHost, Name: name, Private: private, UpdatedAt: m.now()}

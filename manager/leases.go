@@ -30,7 +30,7 @@ func invalid(format string, args ...any) error {
 
 // GetLease returns a lease the caller may see.
 func (m *Manager) GetLease(ctx context.Context, who climate.Identity, id string) (*climate.Lease, error) {
-	if err := requireReader(who, "blazar:leases:get"); err != nil {
+	if err := climate.RequireReader(who, "blazar:leases:get"); err != nil {
 		return nil, err
 	}
 	var l *climate.Lease
@@ -63,7 +63,7 @@ type hostReservation struct {
 
 // CreateLease validates, plans and books a lease for the caller's project.
 func (m *Manager) CreateLease(ctx context.Context, who climate.Identity, req climate.LeaseRequest) (*climate.Lease, error) {
-	if err := requireMember(who, "blazar:leases:post"); err != nil {
+	if err := climate.RequireMember(who, "blazar:leases:post"); err != nil {
 		return nil, err
 	}
 	now := m.now()
@@ -417,7 +417,7 @@ func missing(want, got []string) []string {
 // UpdateLease changes a lease's name, dates, before_end date or reservations, following
 // Blazar's rules, and re-plans its hosts over the new window.
 func (m *Manager) UpdateLease(ctx context.Context, who climate.Identity, id string, u climate.LeaseUpdate) (*climate.Lease, error) {
-	if err := requireMember(who, "blazar:leases:put"); err != nil {
+	if err := climate.RequireMember(who, "blazar:leases:put"); err != nil {
 		return nil, err
 	}
 	cur, err := m.GetLease(ctx, who, id)
@@ -628,7 +628,7 @@ func (m *Manager) commitUpdate(ctx context.Context, cur, l *climate.Lease, repla
 
 // DeleteLease deletes a lease with its reservations, allocations and events.
 func (m *Manager) DeleteLease(ctx context.Context, who climate.Identity, id string) error {
-	if err := requireMember(who, "blazar:leases:delete"); err != nil {
+	if err := climate.RequireMember(who, "blazar:leases:delete"); err != nil {
 		return err
 	}
 	var deleted *climate.Lease

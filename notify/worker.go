@@ -2,7 +2,10 @@ package notify
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"climate"
@@ -34,9 +37,21 @@ type Config struct {
 type Attempt struct {
 	Destination  string
 	Notification climate.Notification
-	At           time.Time
-	Err          error
-	GaveUp       bool
+	// Number counts the attempts at this notification, this one included.
+	Number int
+	// Started and At are when the attempt began and ended.
+	Started, At time.Time
+	Err         error
+	// RetryAt is when the next attempt is due after a failure (zero otherwise).
+	RetryAt time.Time
+	GaveUp  bool
+}
+
+// Recorder is implemented by destinations that keep their own record of attempts (a
+// webhook's deliveries): Record runs in the transaction that moves the destination's
+// cursor, so the two agree.
+type Recorder interface {
+	Record(ctx context.Context, tx climate.Tx, a Attempt) error
 }
 
 // Worker sends the outbox to the destinations.
@@ -46,6 +61,9 @@ type Worker struct {
 	cfg   Config
 	wake  chan struct{}
 }
+
+// DefaultGiveUpAfter is how long a destination retries a notification by default.
+const DefaultGiveUpAfter = 24 * time.Hour
 
 // batch is how many notifications one round reads per destination.
 const batch = 100
@@ -62,7 +80,7 @@ func NewWorker(store climate.Store, clock climate.Clock, cfg Config) *Worker {
 		cfg.MaxBackoff = time.Hour
 	}
 	if cfg.GiveUpAfter <= 0 {
-		cfg.GiveUpAfter = 24 * time.Hour
+		cfg.GiveUpAfter = DefaultGiveUpAfter
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -79,18 +97,48 @@ func (w *Worker) Wake() {
 	}
 }
 
-// Run delivers until ctx is done.
+// Run delivers until ctx is done. Each destination is served by a goroutine of its own, so
+// a slow or failing one (a webhook waiting out its timeout) never delays the others; Run
+// itself re-reads the destinations on every wake-up (and every MaxSleep), starts and stops
+// their goroutines, and passes the wake-up on.
 func (w *Worker) Run(ctx context.Context) error {
+	loops := map[string]*destLoop{}
+	var wg sync.WaitGroup
+	defer func() {
+		for _, l := range loops {
+			l.stop()
+		}
+		wg.Wait()
+	}()
 	for {
 		next := w.cfg.MaxSleep
-		if d, err := w.Round(ctx); err != nil {
+		dests, err := w.current(ctx)
+		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			w.cfg.Logger.Error("notification delivery: store error, retrying", "err", err, "in", time.Second)
 			next = time.Second
-		} else if d >= 0 && d < next {
-			next = d
+		} else {
+			seen := make(map[string]bool, len(dests))
+			for _, d := range dests {
+				seen[d.Name()] = true
+				l := loops[d.Name()]
+				if l == nil {
+					l = newDestLoop(ctx)
+					loops[d.Name()] = l
+					wg.Add(1)
+					go func() { defer wg.Done(); w.loop(l) }()
+				}
+				l.dest.Store(&d)
+				l.poke()
+			}
+			for name, l := range loops {
+				if !seen[name] { // deleted, disabled, or this replica lost the lead
+					l.stop()
+					delete(loops, name)
+				}
+			}
 		}
 		t := w.clock.NewTimer(next)
 		select {
@@ -104,31 +152,91 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 }
 
-// Round serves every destination once, delivering whatever is due, and returns how long
-// until a destination is due for a retry (-1: none waits). Run calls it on every wake-up.
-func (w *Worker) Round(ctx context.Context) (time.Duration, error) {
-	if w.cfg.Lead != nil {
-		if lead, err := w.cfg.Lead(ctx); err != nil || !lead {
-			return -1, err
+// destLoop is the goroutine serving one destination.
+type destLoop struct {
+	ctx  context.Context
+	stop context.CancelFunc
+	dest atomic.Pointer[Destination] // its latest version (a webhook's URL may change)
+	wake chan struct{}
+}
+
+func newDestLoop(parent context.Context) *destLoop {
+	ctx, cancel := context.WithCancel(parent)
+	return &destLoop{ctx: ctx, stop: cancel, wake: make(chan struct{}, 1)}
+}
+
+func (l *destLoop) poke() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// loop serves l's destination whenever poked, and when a retry falls due.
+func (w *Worker) loop(l *destLoop) {
+	for {
+		var timer <-chan time.Time
+		retryAt, err := w.serve(l.ctx, *l.dest.Load())
+		switch {
+		case l.ctx.Err() != nil:
+			return
+		case err != nil:
+			w.cfg.Logger.Error("notification delivery: store error, retrying", "destination", (*l.dest.Load()).Name(), "err", err, "in", time.Second)
+			retryAt = w.clock.Now().Add(time.Second)
+		}
+		var t climate.Timer
+		if !retryAt.IsZero() {
+			t = w.clock.NewTimer(max(retryAt.Sub(w.clock.Now()), 0))
+			timer = t.C()
+		}
+		select {
+		case <-l.ctx.Done():
+		case <-l.wake:
+		case <-timer:
+		}
+		if t != nil {
+			t.Stop()
+		}
+		if l.ctx.Err() != nil {
+			return
 		}
 	}
-	dests, err := w.cfg.Destinations(ctx)
+}
+
+// current returns the destinations to serve now: none while another replica leads.
+func (w *Worker) current(ctx context.Context) ([]Destination, error) {
+	if w.cfg.Lead != nil {
+		if lead, err := w.cfg.Lead(ctx); err != nil || !lead {
+			return nil, err
+		}
+	}
+	return w.cfg.Destinations(ctx)
+}
+
+// Round serves every destination once, concurrently, delivering whatever is due, and
+// returns how long until a destination is due for a retry (-1: none waits). Tests drive
+// the worker with it; Run serves each destination on its own schedule instead.
+func (w *Worker) Round(ctx context.Context) (time.Duration, error) {
+	dests, err := w.current(ctx)
 	if err != nil {
 		return -1, err
 	}
+	retries := make([]time.Time, len(dests))
+	errs := make([]error, len(dests))
+	var wg sync.WaitGroup
+	for i, d := range dests {
+		wg.Go(func() { retries[i], errs[i] = w.serve(ctx, d) })
+	}
+	wg.Wait()
 	wait := time.Duration(-1)
-	for _, d := range dests {
-		retryAt, err := w.serve(ctx, d)
-		if err != nil {
-			return -1, err
-		}
+	for _, retryAt := range retries {
 		if !retryAt.IsZero() {
 			if d := max(retryAt.Sub(w.clock.Now()), 0); wait < 0 || d < wait {
 				wait = d
 			}
 		}
 	}
-	return wait, nil
+	return wait, errors.Join(errs...)
 }
 
 // serve delivers what d has not had yet, in order, until it is caught up or a delivery
@@ -167,9 +275,15 @@ func (w *Worker) serve(ctx context.Context, d Destination) (time.Time, error) {
 					return time.Time{}, err
 				}
 			}
-			retryAt, err := w.deliver(ctx, d, n, &cur)
+			retryAt, gaveUp, err := w.deliver(ctx, d, n, &cur)
 			if err != nil || !retryAt.IsZero() {
 				return retryAt, err
+			}
+			if gaveUp {
+				// Giving up may have disabled the destination (a webhook): let Run
+				// re-read the destinations before this one goes on.
+				w.Wake()
+				return time.Time{}, nil
 			}
 			skipped = cur.Position
 		}
@@ -185,36 +299,46 @@ func (w *Worker) serve(ctx context.Context, d Destination) (time.Time, error) {
 	}
 }
 
-// deliver makes one attempt at n and records its outcome in cur; it returns when to retry
-// (zero when n is done with: delivered, or given up on).
-func (w *Worker) deliver(ctx context.Context, d Destination, n *climate.Notification, cur *climate.DeliveryCursor) (time.Time, error) {
-	err := d.Deliver(ctx, n)
+// deliver makes one attempt at n and records its outcome in cur (and, for a Recorder, in
+// the same transaction); it returns when to retry (zero when n is done with: delivered, or
+// given up on, which gaveUp reports).
+func (w *Worker) deliver(ctx context.Context, d Destination, n *climate.Notification, cur *climate.DeliveryCursor) (retryAt time.Time, gaveUp bool, err error) {
+	started := w.clock.Now()
+	derr := d.Deliver(ctx, n)
 	now := w.clock.Now()
-	a := Attempt{Destination: d.Name(), Notification: *n, At: now, Err: err}
-	var retryAt time.Time
+	a := Attempt{Destination: d.Name(), Notification: *n, Number: cur.Attempts + 1, Started: started, At: now, Err: derr}
 	switch {
-	case err == nil:
+	case derr == nil:
 		cur.Position, cur.Attempts, cur.NextAttempt, cur.LastError = n.Seq, 0, time.Time{}, ""
 	case now.Sub(n.CreatedAt) >= w.cfg.GiveUpAfter:
 		a.GaveUp = true
 		w.cfg.Logger.Error("notification not delivered: giving up", "destination", d.Name(), "notification", n.ID,
-			"event_type", n.EventType, "lease", n.LeaseID, "attempts", cur.Attempts+1, "err", err)
-		cur.Position, cur.Attempts, cur.NextAttempt, cur.LastError = n.Seq, 0, time.Time{}, err.Error()
+			"event_type", n.EventType, "lease", n.LeaseID, "attempts", a.Number, "err", derr)
+		cur.Position, cur.Attempts, cur.NextAttempt, cur.LastError = n.Seq, 0, time.Time{}, derr.Error()
 	default:
 		if ctx.Err() != nil {
-			return time.Time{}, ctx.Err() // shutting down: not the destination's failure
+			return time.Time{}, false, ctx.Err() // shutting down: not the destination's failure
 		}
 		cur.Attempts++
-		cur.LastError = err.Error()
+		cur.LastError = derr.Error()
 		retryAt = now.Add(w.backoff(cur.Attempts))
+		a.RetryAt = retryAt
 		cur.NextAttempt = retryAt
 		w.cfg.Logger.Warn("notification delivery failed; retrying", "destination", d.Name(), "notification", n.ID,
-			"attempts", cur.Attempts, "retry_at", retryAt, "err", err)
+			"attempts", cur.Attempts, "retry_at", retryAt, "err", derr)
 	}
-	if w.cfg.Observe != nil {
+	cur.UpdatedAt = now.UTC().Truncate(time.Microsecond)
+	rec, _ := d.(Recorder)
+	err = w.store.Update(ctx, func(tx climate.Tx) error {
+		if err := tx.SaveDeliveryCursor(ctx, cur); err != nil || rec == nil {
+			return err
+		}
+		return rec.Record(ctx, tx, a)
+	})
+	if err == nil && w.cfg.Observe != nil {
 		w.cfg.Observe(a)
 	}
-	return retryAt, w.save(ctx, cur)
+	return retryAt, a.GaveUp, err
 }
 
 // backoff is the delay before attempt number attempts+1: Backoff doubled per failure.

@@ -243,3 +243,81 @@ func TestFilterSkips(t *testing.T) {
 		t.Errorf("got %+v after %d tries", r.got, r.tries)
 	}
 }
+
+// blocking is a destination whose deliveries wait until released.
+type blocking struct {
+	recorder
+	entered chan string
+	release chan struct{}
+}
+
+func (b *blocking) Deliver(ctx context.Context, n *climate.Notification) error {
+	b.entered <- n.ID
+	select {
+	case <-b.release:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return b.recorder.Deliver(ctx, n)
+}
+
+// Run serves each destination on its own: one stuck in a delivery (a webhook waiting out
+// its timeout) does not hold back another, and a destination that disappears from the list
+// (a deleted webhook) stops being served.
+func TestRunServesDestinationsIndependently(t *testing.T) {
+	f := newFixture(t)
+	stuck := &blocking{recorder: recorder{name: "stuck"}, entered: make(chan string, 8), release: make(chan struct{})}
+	fast := &recorder{name: "fast"}
+	delivered := make(chan notify.Attempt, 8)
+	var mu sync.Mutex
+	dests := []notify.Destination{stuck, fast}
+	w := notify.NewWorker(f.st, f.clk, notify.Config{Logger: quiet,
+		Observe: func(a notify.Attempt) { delivered <- a },
+		Destinations: func(context.Context) ([]notify.Destination, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return slices.Clone(dests), nil
+		}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	f.lease(t, "physics", t0.Add(time.Hour), 1)
+	w.Wake()
+	<-stuck.entered
+	if a := <-delivered; a.Destination != "fast" || a.Err != nil {
+		t.Fatalf("first attempt: %+v", a)
+	}
+	f.lease(t, "physics", t0.Add(3*time.Hour), 1)
+	w.Wake()
+	if a := <-delivered; a.Destination != "fast" || a.Notification.Seq <= 1 {
+		t.Fatalf("second attempt: %+v", a)
+	}
+	if len(stuck.got) != 0 {
+		t.Fatal("the stuck destination delivered")
+	}
+	close(stuck.release)
+	for range 2 {
+		if a := <-delivered; a.Destination != "stuck" || a.Err != nil {
+			t.Fatalf("after release: %+v", a)
+		}
+	}
+
+	// Removed from the list: no longer served.
+	mu.Lock()
+	dests = []notify.Destination{fast}
+	mu.Unlock()
+	w.Wake()
+	f.lease(t, "physics", t0.Add(5*time.Hour), 1)
+	w.Wake()
+	if a := <-delivered; a.Destination != "fast" {
+		t.Fatalf("after removal: %+v", a)
+	}
+	cancel()
+	<-done
+	done <- nil // for the deferred receive
+	if len(stuck.got) != 2 {
+		t.Errorf("the removed destination got %d notifications, want 2", len(stuck.got))
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -10,12 +11,17 @@ import (
 	"climate"
 	"climate/notify"
 	"climate/notify/amqp"
+	"climate/notify/webhook"
 	"climate/postgres"
 )
 
 // notifyOptions configure where notifications go besides the log.
 type notifyOptions struct {
-	amqp amqp.Config
+	amqp    amqp.Config
+	webhook struct {
+		allowPrivate bool
+		timeout      time.Duration
+	}
 }
 
 func addNotifyFlags(f *pflag.FlagSet, o *notifyOptions) {
@@ -24,6 +30,13 @@ func addNotifyFlags(f *pflag.FlagSet, o *notifyOptions) {
 	f.StringVar(&o.amqp.Topic, "amqp-topic", "notifications", "notification topic: messages go with routing key TOPIC.info")
 	f.StringVar(&o.amqp.PublisherID, "amqp-publisher-id", "blazar.lease", "publisher_id of the notifications")
 	f.BoolVar(&o.amqp.Durable, "amqp-durable", false, "declare the exchange and queue durable when they do not exist (oslo's amqp_durable_queues)")
+	f.BoolVar(&o.webhook.allowPrivate, "webhook-allow-private", false, "let webhooks reach loopback, private and link-local addresses (by default only public ones: tenants choose webhook URLs)")
+	f.DurationVar(&o.webhook.timeout, "webhook-timeout", webhook.DefaultTimeout, "how long one webhook delivery attempt may take (connect, send, answer)")
+}
+
+// webhookSender returns the sender of webhook deliveries and creation pings.
+func (o *notifyOptions) webhookSender(clk climate.Clock) *webhook.Sender {
+	return webhook.NewSender(webhook.Guard{AllowPrivate: o.webhook.allowPrivate}, clk, o.webhook.timeout)
 }
 
 // destinations returns the configured destinations besides the log, and a function that
@@ -54,13 +67,18 @@ const (
 	deliverMaxSleep = 3 * time.Second
 )
 
-// newDeliverer returns the worker that sends the outbox to the destinations: the log, and
-// whatever else is configured. pg is nil on SQLite, where the one engine process delivers.
-func newDeliverer(st climate.Store, pg *postgres.Store, clk climate.Clock, log *slog.Logger, role string, dests []notify.Destination) *notify.Worker {
+// newDeliverer returns the worker that sends the outbox to the destinations: the log,
+// whatever else is configured, and the enabled webhooks, read from the store on every
+// round. pg is nil on SQLite, where the one engine process delivers.
+func newDeliverer(st climate.Store, pg *postgres.Store, clk climate.Clock, log *slog.Logger, role string, dests []notify.Destination, hooks *webhook.Sender) *notify.Worker {
+	webhooks := hooks.Destinations(st, notify.DefaultGiveUpAfter)
 	cfg := notify.Config{
-		Destinations: func(context.Context) ([]notify.Destination, error) { return dests, nil },
-		MaxSleep:     engineMaxSleep(role), // 0 (no bound) unless another process commits
-		Logger:       log,
+		Destinations: func(ctx context.Context) ([]notify.Destination, error) {
+			w, err := webhooks(ctx)
+			return append(slices.Clip(dests), w...), err
+		},
+		MaxSleep: engineMaxSleep(role), // 0 (no bound) unless another process commits
+		Logger:   log,
 	}
 	if pg != nil {
 		holder := climate.NewID()

@@ -27,6 +27,7 @@ import (
 	"climate/manager"
 	"climate/notify"
 	"climate/notify/stream"
+	"climate/notify/webhook"
 	"climate/postgres"
 	"climate/sqlite"
 )
@@ -349,13 +350,14 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 	}
 	// The delivery worker runs where the engine runs (on SQLite, the one engine process).
 	var deliverer *notify.Worker
+	hooks := o.notify.webhookSender(clk)
 	if runEngine {
 		dests, closeDests, err := o.notify.destinations(log)
 		if err != nil {
 			return err
 		}
 		defer closeDests() // deferred before the worker stops (wg.Wait), so runs after it
-		deliverer = newDeliverer(st, pg, clk, log, o.role, append([]notify.Destination{notify.Log{Logger: log}}, dests...))
+		deliverer = newDeliverer(st, pg, clk, log, o.role, append([]notify.Destination{notify.Log{Logger: log}}, dests...), hooks)
 	}
 	var hub *stream.Hub // GET /v1/events/stream's, where the API runs
 	if runAPI {
@@ -411,7 +413,8 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 			return err
 		}
 		runHub(ctx, &wg, hub, pg, runEngine && onPostgres)
-		api := &climatehttp.Server{Leases: mgr, Hosts: mgr, Availability: mgr, Auth: auth, Logger: log, CrossOrigin: origins, Notifications: hub}
+		webhooks := &webhook.Service{Store: st, Clock: clk, Guard: webhook.Guard{AllowPrivate: o.notify.webhook.allowPrivate}, Sender: hooks, Notified: notified}
+		api := &climatehttp.Server{Leases: mgr, Hosts: mgr, Availability: mgr, Auth: auth, Logger: log, CrossOrigin: origins, Notifications: hub, Webhooks: webhooks}
 		var limited net.Listener
 		srv, limited = climatehttp.NewHTTPServer(api.Handler(), ln, limits, log)
 		log.Info("connection limits", "max_connections", limits.MaxConnections, "max_connections_per_client", limits.MaxConnectionsPerClient,

@@ -241,8 +241,8 @@ func (h *Hub) close() {
 // WatchNotifications implements climate.NotificationService. Reading is Blazar's
 // project_reader_or_admin rule, as for leases.
 func (h *Hub) WatchNotifications(ctx context.Context, who climate.Identity, q climate.NotificationQuery) (climate.NotificationStream, error) {
-	if !slices.ContainsFunc(who.Roles, func(r string) bool { return r == "admin" || r == "member" || r == "reader" }) {
-		return nil, climate.Errorf(climate.CodeForbidden, "Policy doesn't allow blazar:leases:get to be performed.")
+	if err := climate.RequireReader(who, "blazar:leases:get"); err != nil {
+		return nil, err
 	}
 	if !who.IsAdmin() {
 		if q.ProjectID != "" && q.ProjectID != who.ProjectID {
@@ -251,8 +251,8 @@ func (h *Hub) WatchNotifications(ctx context.Context, who climate.Identity, q cl
 		q.ProjectID = who.ProjectID
 	}
 	for _, t := range q.EventTypes {
-		if !KnownType(t) {
-			return nil, climate.Errorf(climate.CodeInvalid, "Unknown event_type %q: expected one of %s", t, strings.Join(Types(), ", "))
+		if !climate.KnownNotificationType(t) {
+			return nil, climate.Errorf(climate.CodeInvalid, "Unknown event_type %q: expected one of %s", t, strings.Join(climate.NotificationTypes(), ", "))
 		}
 	}
 	if q.After < 0 {
@@ -288,18 +288,6 @@ func (h *Hub) WatchNotifications(ctx context.Context, who climate.Identity, q cl
 	}
 	return s, nil
 }
-
-// Types returns the notification types a query may name.
-func Types() []string {
-	out := []string{climate.NotifyLeaseCreate, climate.NotifyLeaseUpdate, climate.NotifyLeaseDelete}
-	for _, t := range []climate.EventType{climate.EventStartLease, climate.EventEndLease, climate.EventBeforeEndLease, climate.EventBeforeStartLease} {
-		out = append(out, climate.NotifyEvent(t))
-	}
-	return out
-}
-
-// KnownType reports whether t is a notification type.
-func KnownType(t string) bool { return slices.Contains(Types(), t) }
 
 // subscription is one stream. Its fields below the hub's are the reader's own.
 type subscription struct {
