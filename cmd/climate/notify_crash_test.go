@@ -97,6 +97,12 @@ func TestKilledServerDeliversCommittedNotifications(t *testing.T) {
 			if err := first.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 				t.Fatal(err)
 			}
+			// kill(2) returns before the stop takes effect: a commit may still land.
+			// Wait for the kernel to report the child stopped.
+			var ws syscall.WaitStatus
+			if _, err := syscall.Wait4(first.cmd.Process.Pid, &ws, syscall.WUNTRACED, nil); err != nil || !ws.Stopped() {
+				t.Fatalf("waiting for the server to stop: %v (status %v)", err, ws)
+			}
 			if last, position = outboxProgress(t, query); last > position {
 				break
 			}
