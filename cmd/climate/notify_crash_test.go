@@ -55,10 +55,14 @@ func TestKilledServerDeliversCommittedNotifications(t *testing.T) {
 	bin := climateBinary(t)
 	dir := t.TempDir()
 	logs := []*cappedBuffer{{max: 64 << 20}, {max: 64 << 20}}
-	args := []string{"--data-dir", dir, "--before-end", "0"}
+	args := []string{"--data-dir", dir, "--before-end", "0", "--webhook-allow-private"}
 	first := startReplicas(t, bin, 1, []io.Writer{logs[0]}, args...)[0]
 	ctx := context.Background()
 	c := &auditClient{http: &http.Client{Timeout: time.Minute}, base: first.url}
+	hook := newHookReceiver(t) // a second destination, in the test process: it outlives the kill
+	if status, body, err := c.do(ctx, "POST", "/v1/webhooks", map[string]any{"url": hook.url}); err != nil || status != 201 {
+		t.Fatalf("create webhook: HTTP %d %v %v", status, body, err)
+	}
 	const nLeases = 300
 	inParallel(t, 20, func(i int) error {
 		status, body, err := c.do(ctx, "POST", "/v1/os-hosts", map[string]any{"name": fmt.Sprintf("n-h%d", i)})
@@ -130,6 +134,7 @@ func TestKilledServerDeliversCommittedNotifications(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond) // polling the database, as above
 	}
+	hooked := hook.waitFor(t, int(final), time.Minute)
 	second.stop()
 
 	rows, err := db.Query(`SELECT id, seq FROM notifications ORDER BY seq`)
@@ -138,7 +143,7 @@ func TestKilledServerDeliversCommittedNotifications(t *testing.T) {
 	}
 	defer rows.Close()
 	by := delivered(logs[0], logs[1])
-	missing, twice, afterRestart := 0, 0, 0
+	missing, twice, afterRestart, hookMissing, hookTwice := 0, 0, 0, 0, 0
 	for rows.Next() {
 		var id string
 		var seq int64
@@ -155,19 +160,30 @@ func TestKilledServerDeliversCommittedNotifications(t *testing.T) {
 		if seq > position && by[1][id] > 0 {
 			afterRestart++
 		}
+		switch hooked[id] {
+		case 0:
+			hookMissing++
+		case 1:
+		default:
+			hookTwice++
+		}
 	}
 	if missing > 0 || twice > 1 {
 		t.Errorf("%d notifications never delivered, %d delivered twice (at most the one in flight at the kill may be)", missing, twice)
 	}
+	if hookMissing > 0 || hookTwice > 1 || len(hooked) != int(final) {
+		t.Errorf("webhook: %d notifications never delivered, %d twice, %d received of %d", hookMissing, hookTwice, len(hooked), final)
+	}
 	if afterRestart != int(last-position) {
 		t.Errorf("the restarted server delivered %d of the %d notifications committed but not delivered at the kill", afterRestart, last-position)
 	}
-	t.Logf("killed with %d notifications committed, %d delivered; the restarted server delivered the other %d; %d in all, %d delivered twice",
-		last, position, afterRestart, final, twice)
+	t.Logf("killed with %d notifications committed, %d delivered; the restarted server delivered the other %d; %d in all, %d delivered twice; the webhook received %d, %d twice",
+		last, position, afterRestart, final, twice, len(hooked), hookTwice)
 }
 
 // Two replicas on PostgreSQL: one delivers at a time (the "deliver" leader), so each
-// notification reaches the log destination exactly once while neither dies.
+// notification reaches each destination (the log, a webhook created on the other replica)
+// exactly once while neither dies.
 func TestReplicasDeliverEachNotificationOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs 2 server subprocesses")
@@ -177,10 +193,14 @@ func TestReplicasDeliverEachNotificationOnce(t *testing.T) {
 	logs := []*cappedBuffer{{max: 64 << 20}, {max: 64 << 20}}
 	var replicas []*benchServer
 	for i := range 2 {
-		replicas = append(replicas, startReplicas(t, bin, 1, []io.Writer{logs[i]}, "--database", dsn, "--before-end", "0")...)
+		replicas = append(replicas, startReplicas(t, bin, 1, []io.Writer{logs[i]}, "--database", dsn, "--before-end", "0", "--webhook-allow-private")...)
 	}
 	ctx := context.Background()
 	hc := &http.Client{Timeout: time.Minute}
+	hook := newHookReceiver(t)
+	if status, body, err := (&auditClient{http: hc, base: replicas[1].url}).do(ctx, "POST", "/v1/webhooks", map[string]any{"url": hook.url}); err != nil || status != 201 {
+		t.Fatalf("create webhook: HTTP %d %v %v", status, body, err)
+	}
 	const nLeases = 200
 	inParallel(t, 20, func(i int) error {
 		c := &auditClient{http: hc, base: replicas[i%2].url}
@@ -219,8 +239,17 @@ func TestReplicasDeliverEachNotificationOnce(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond) // polling the database: delivery is not signalled to the test
 	}
+	hooked := hook.waitFor(t, nLeases, time.Minute)
 	for _, r := range replicas {
 		r.stop()
+	}
+	for id, n := range hooked {
+		if n != 1 {
+			t.Errorf("the webhook received notification %s %d times", id, n)
+		}
+	}
+	if len(hooked) != nLeases {
+		t.Errorf("the webhook received %d notifications, want %d", len(hooked), nLeases)
 	}
 	by := delivered(logs...)
 	ids, twice := map[string]bool{}, 0

@@ -23,26 +23,63 @@ type hookReceiver struct {
 	mu   sync.Mutex
 	got  []hookRequest
 	code int
+	// arrived is signalled after each request (dropped when nobody is waiting).
+	arrived chan struct{}
 }
 
 type hookRequest struct {
-	path, event, signature string
-	body                   []byte
+	path, event, signature, delivery string
+	at                               time.Time
+	body                             []byte
 }
 
-func newHookReceiver(t *testing.T) *hookReceiver {
-	rc := &hookReceiver{code: http.StatusNoContent}
+func newHookReceiver(t testing.TB) *hookReceiver {
+	rc := &hookReceiver{code: http.StatusNoContent, arrived: make(chan struct{}, 1)}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
+		at := time.Now()
 		rc.mu.Lock()
-		rc.got = append(rc.got, hookRequest{path: r.URL.Path, event: r.Header.Get(webhook.EventHeader), signature: r.Header.Get(webhook.SignatureHeader), body: body})
+		rc.got = append(rc.got, hookRequest{path: r.URL.Path, event: r.Header.Get(webhook.EventHeader), signature: r.Header.Get(webhook.SignatureHeader),
+			delivery: r.Header.Get(webhook.DeliveryHeader), at: at, body: body})
 		code := rc.code
 		rc.mu.Unlock()
 		w.WriteHeader(code)
+		select {
+		case rc.arrived <- struct{}{}:
+		default:
+		}
 	}))
 	t.Cleanup(srv.Close)
 	rc.url = srv.URL
 	return rc
+}
+
+// byDelivery counts the notifications received (pings aside) by delivery id.
+func (rc *hookReceiver) byDelivery() map[string]int {
+	out := map[string]int{}
+	for _, r := range rc.requests() {
+		if r.event != webhook.PingEvent {
+			out[r.delivery]++
+		}
+	}
+	return out
+}
+
+// waitFor waits until the receiver has had n distinct notifications, or fails after d.
+func (rc *hookReceiver) waitFor(t testing.TB, n int, d time.Duration) map[string]int {
+	t.Helper()
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	for {
+		if got := rc.byDelivery(); len(got) >= n {
+			return got
+		}
+		select {
+		case <-rc.arrived:
+		case <-deadline.C:
+			t.Fatalf("the webhook receiver has %d of %d notifications after %v", len(rc.byDelivery()), n, d)
+		}
+	}
 }
 
 // requests returns what the receiver got so far.
