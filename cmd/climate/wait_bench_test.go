@@ -143,13 +143,23 @@ func (w *waitBench) waiters(b *testing.B) {
 
 // reportLatencies reports p50, p99 and the worst of lat, as metrics and in the log.
 func reportLatencies(b *testing.B, lat []time.Duration) {
+	b.Helper()
+	logLatencies(b, fmt.Sprintf("%d leases: ACTIVE → wait returned", len(lat)), lat, true)
+}
+
+// logLatencies logs p50, p99 and the worst of lat under what, and reports them as the
+// benchmark's metrics when metrics is set.
+func logLatencies(b *testing.B, what string, lat []time.Duration, metrics bool) {
+	b.Helper()
 	slices.Sort(lat)
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	p50, p99, worst := lat[len(lat)/2], lat[(len(lat)*99)/100], lat[len(lat)-1]
-	b.ReportMetric(ms(p50), "p50-ms")
-	b.ReportMetric(ms(p99), "p99-ms")
-	b.ReportMetric(ms(worst), "max-ms")
-	b.Logf("%d leases: ACTIVE → wait returned: p50 %.1f ms, p99 %.1f ms, max %.1f ms", len(lat), ms(p50), ms(p99), ms(worst))
+	if metrics {
+		b.ReportMetric(ms(p50), "p50-ms")
+		b.ReportMetric(ms(p99), "p99-ms")
+		b.ReportMetric(ms(worst), "max-ms")
+	}
+	b.Logf("%s: p50 %.1f ms, p99 %.1f ms, max %.1f ms", what, ms(p50), ms(p99), ms(worst))
 }
 
 // execClimate runs the CLI in process.
