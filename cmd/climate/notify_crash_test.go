@@ -95,45 +95,14 @@ func TestKilledServerDeliversCommittedNotifications(t *testing.T) {
 			return nil
 		})
 	}()
-	var last, position int64
-	for deadline := time.Now().Add(time.Minute); ; {
-		if last, position = outboxProgress(t, query); last > position+5 {
-			if err := first.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-				t.Fatal(err)
-			}
-			// kill(2) returns before the stop takes effect: a commit may still land.
-			// Wait for the kernel to report the child stopped.
-			var ws syscall.WaitStatus
-			if _, err := syscall.Wait4(first.cmd.Process.Pid, &ws, syscall.WUNTRACED, nil); err != nil || !ws.Stopped() {
-				t.Fatalf("waiting for the server to stop: %v (status %v)", err, ws)
-			}
-			if last, position = outboxProgress(t, query); last > position {
-				break
-			}
-			_ = first.cmd.Process.Signal(syscall.SIGCONT)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the log destination never fell behind the outbox (%d, %d)", last, position)
-		}
-		time.Sleep(time.Millisecond) // polling the database: the server's progress is not signalled to the test
-	}
+	last, position := freezeBehind(t, first, query)
 	if err := first.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	first.stop()
 	<-creating
 	second := startReplicas(t, bin, 1, []io.Writer{logs[1]}, args...)[0]
-	var final int64
-	for deadline := time.Now().Add(time.Minute); ; {
-		var pos int64
-		if final, pos = outboxProgress(t, query); pos == final {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after the restart the log destination is at %d of %d", pos, final)
-		}
-		time.Sleep(5 * time.Millisecond) // polling the database, as above
-	}
+	final := waitDelivered(t, query, time.Minute)
 	hooked := hook.waitFor(t, int(final), time.Minute)
 	second.stop()
 
@@ -179,6 +148,50 @@ func TestKilledServerDeliversCommittedNotifications(t *testing.T) {
 	}
 	t.Logf("killed with %d notifications committed, %d delivered; the restarted server delivered the other %d; %d in all, %d delivered twice; the webhook received %d, %d twice",
 		last, position, afterRestart, final, twice, len(hooked), hookTwice)
+}
+
+// freezeBehind waits until the outbox is ahead of the log destination, then stops srv
+// (SIGSTOP) with it behind, and returns the outbox's last Seq and the log destination's
+// position as srv left them: what it dies with when the caller kills it.
+func freezeBehind(t *testing.T, srv *benchServer, query func(string, ...any) error) (last, position int64) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; {
+		if last, position = outboxProgress(t, query); last > position+5 {
+			if err := srv.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			// kill(2) returns before the stop takes effect: a commit may still land.
+			// Wait for the kernel to report the child stopped.
+			var ws syscall.WaitStatus
+			if _, err := syscall.Wait4(srv.cmd.Process.Pid, &ws, syscall.WUNTRACED, nil); err != nil || !ws.Stopped() {
+				t.Fatalf("waiting for the server to stop: %v (status %v)", err, ws)
+			}
+			if last, position = outboxProgress(t, query); last > position {
+				return last, position
+			}
+			_ = srv.cmd.Process.Signal(syscall.SIGCONT)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the log destination never fell behind the outbox (%d, %d)", last, position)
+		}
+		time.Sleep(time.Millisecond) // polling the database: the server's progress is not signalled to the test
+	}
+}
+
+// waitDelivered waits until the log destination has delivered the whole outbox, and
+// returns its last Seq.
+func waitDelivered(t *testing.T, query func(string, ...any) error, within time.Duration) int64 {
+	t.Helper()
+	for deadline := time.Now().Add(within); ; {
+		final, pos := outboxProgress(t, query)
+		if pos == final {
+			return final
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the log destination is at %d of %d after %v", pos, final, within)
+		}
+		time.Sleep(5 * time.Millisecond) // polling the database: delivery is not signalled to the test
+	}
 }
 
 // Two replicas on PostgreSQL: one delivers at a time (the "deliver" leader), so each
@@ -265,4 +278,118 @@ func TestReplicasDeliverEachNotificationOnce(t *testing.T) {
 		t.Errorf("%d distinct notifications delivered (want %d), %d more than once (want 0)", len(ids), nLeases, twice)
 	}
 	t.Logf("%d notifications, delivered by the replicas %d and %d times; none twice", nLeases, len(by[0]), len(by[1]))
+}
+
+// Two replicas on PostgreSQL; the one delivering (the "deliver" leader) is SIGKILLed with
+// notifications committed and not delivered. The other takes the lead over once the dead
+// one's lapses (10 s) and delivers the rest to each destination: every notification
+// arrives, and only a delivery the dead replica made without recording it arrives twice
+// (at most one per destination). The duplicates are counted in the log.
+func TestReplicaTakesOverDelivery(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs 2 server subprocesses and kills one")
+	}
+	dsn := postgres.TestDSN(t)
+	bin := climateBinary(t)
+	logs := []*cappedBuffer{{max: 64 << 20}, {max: 64 << 20}}
+	var replicas []*benchServer
+	for i := range logs {
+		replicas = append(replicas, startReplicas(t, bin, 1, []io.Writer{logs[i]}, "--database", dsn, "--before-end", "0", "--webhook-allow-private")...)
+	}
+	ctx := context.Background()
+	hc := &http.Client{Timeout: time.Minute}
+	client := func(i int) *auditClient { return &auditClient{http: hc, base: replicas[i%2].url} }
+	hook := newHookReceiver(t)
+	if status, body, err := client(0).do(ctx, "POST", "/v1/webhooks", map[string]any{"url": hook.url}); err != nil || status != 201 {
+		t.Fatalf("create webhook: HTTP %d %v %v", status, body, err)
+	}
+	const nLeases = 300
+	inParallel(t, 20, func(i int) error {
+		status, body, err := client(i).do(ctx, "POST", "/v1/os-hosts", map[string]any{"name": fmt.Sprintf("t-h%d", i)})
+		if err == nil && status != 201 {
+			err = fmt.Errorf("create host: HTTP %d %v", status, body)
+		}
+		return err
+	})
+	start := time.Now().UTC().Add(time.Hour)
+	lease := func(i int) error {
+		s := start.Add(time.Duration(i) * time.Hour)
+		_, _, err := client(i).do(ctx, "POST", "/v1/leases", map[string]any{
+			"name": fmt.Sprintf("t-%d", i), "start_date": s.Format(time.RFC3339), "end_date": s.Add(time.Hour).Format(time.RFC3339),
+			"reservations": []map[string]any{{"resource_type": "physical:host", "min": 1, "max": 1}},
+		})
+		return err
+	}
+	if err := lease(0); err != nil {
+		t.Fatal(err)
+	}
+	victim := -1 // the leader: the replica whose log shows the first notification
+	for deadline := time.Now().Add(time.Minute); victim < 0; {
+		for i, l := range logs {
+			if notificationLine.MatchString(l.String()) {
+				victim = i
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no replica logged the first notification")
+		}
+		time.Sleep(time.Millisecond) // polling the logs: they come through pipes
+	}
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	query := func(q string, dest ...any) error { return conn.QueryRow(ctx, q).Scan(dest...) }
+
+	creating := make(chan struct{})
+	go func() {
+		defer close(creating)
+		inParallel(t, nLeases-1, func(i int) error {
+			_ = lease(i + 1) // errors are expected from the replica killed under these requests
+			return nil
+		})
+	}()
+	last, position := freezeBehind(t, replicas[victim], query)
+	if err := replicas[victim].cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	replicas[victim].stop()
+	<-creating
+	final := waitDelivered(t, query, time.Minute)
+	caughtUp := time.Since(killed)
+	hooked := hook.waitFor(t, int(final), time.Minute)
+	replicas[1-victim].stop()
+
+	by := delivered(logs...)
+	logTwice, hookTwice, missing := 0, 0, 0
+	rows, err := conn.Query(ctx, `SELECT id FROM notifications ORDER BY seq`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		n := by[0][id] + by[1][id]
+		if n == 0 || hooked[id] == 0 {
+			missing++
+		}
+		if n > 1 {
+			logTwice++
+		}
+		if hooked[id] > 1 {
+			hookTwice++
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if missing > 0 || logTwice > 1 || hookTwice > 1 {
+		t.Errorf("%d notifications missing at a destination; delivered twice: %d to the log, %d to the webhook (at most the one in flight each)", missing, logTwice, hookTwice)
+	}
+	t.Logf("killed the deliverer with %d notifications committed, the log at %d; the survivor delivered up to %d, %.1f s after the kill; duplicates after the takeover: %d to the log, %d to the webhook",
+		last, position, final, caughtUp.Seconds(), logTwice, hookTwice)
 }
