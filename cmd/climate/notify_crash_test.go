@@ -34,20 +34,36 @@ func delivered(logs ...*cappedBuffer) []map[string]int {
 	return out
 }
 
-// outboxProgress reads, through q, the outbox's last Seq and how far the log destination
-// has got.
-func outboxProgress(t *testing.T, q func(query string, dest ...any) error) (last, position int64) {
+// outboxProgress reads, through q, the outbox's last Seq and how far destination has got.
+func outboxProgress(t *testing.T, q func(query string, dest ...any) error, destination string) (last, position int64) {
 	t.Helper()
-	if err := q(`SELECT coalesce(max(seq), 0), coalesce((SELECT position FROM delivery_cursors WHERE destination = 'log'), 0) FROM notifications`, &last, &position); err != nil {
+	if err := q(`SELECT coalesce(max(seq), 0), coalesce((SELECT position FROM delivery_cursors WHERE destination = '`+destination+`'), 0) FROM notifications`, &last, &position); err != nil {
 		t.Fatal(err)
 	}
 	return last, position
 }
 
-// A server on SQLite is SIGKILLed while lease creations are committed faster than their
-// notifications go out; restarted on the same data directory, it delivers every
-// notification the dead process committed and had not delivered (each at least once; a
-// duplicate only for a delivery the dead process made but had not recorded).
+// createWebhook subscribes url through c and returns the name of its delivery cursor.
+func createWebhook(t *testing.T, c *auditClient, url string) string {
+	t.Helper()
+	status, body, err := c.do(context.Background(), "POST", "/v1/webhooks", map[string]any{"url": url})
+	if err != nil || status != 201 {
+		t.Fatalf("create webhook: HTTP %d %v %v", status, body, err)
+	}
+	w, _ := body["webhook"].(map[string]any)
+	id, _ := w["id"].(string)
+	if id == "" {
+		t.Fatalf("create webhook: %v", body)
+	}
+	return "webhook:" + id
+}
+
+// A server on SQLite is SIGKILLed with notifications committed and not delivered (its
+// webhook's receiver holds deliveries, so they pile up; the log may be behind too);
+// restarted on the same data directory, it delivers every notification the dead process
+// committed and had not delivered: to the webhook each exactly once (none was received
+// before the kill), to the log each at least once (a duplicate only for a delivery the
+// dead process made but had not recorded).
 func TestKilledServerDeliversCommittedNotifications(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs and kills a server subprocess")
@@ -60,9 +76,8 @@ func TestKilledServerDeliversCommittedNotifications(t *testing.T) {
 	ctx := context.Background()
 	c := &auditClient{http: &http.Client{Timeout: time.Minute}, base: first.url}
 	hook := newHookReceiver(t) // a second destination, in the test process: it outlives the kill
-	if status, body, err := c.do(ctx, "POST", "/v1/webhooks", map[string]any{"url": hook.url}); err != nil || status != 201 {
-		t.Fatalf("create webhook: HTTP %d %v %v", status, body, err)
-	}
+	dest := createWebhook(t, c, hook.url)
+	release := hook.hold()
 	const nLeases = 300
 	inParallel(t, 20, func(i int) error {
 		status, body, err := c.do(ctx, "POST", "/v1/os-hosts", map[string]any{"name": fmt.Sprintf("n-h%d", i)})
@@ -79,8 +94,8 @@ func TestKilledServerDeliversCommittedNotifications(t *testing.T) {
 	query := func(q string, dest ...any) error { return db.QueryRow(q).Scan(dest...) }
 
 	// Create leases from 4 clients in the background; freeze the server once the outbox
-	// is ahead of the log destination (the freeze makes what it sees the state it dies
-	// with), then kill it.
+	// is ahead of the webhook (the freeze makes what it sees the state it dies with), then
+	// kill it.
 	start := time.Now().UTC().Add(time.Hour)
 	creating := make(chan struct{})
 	go func() {
@@ -95,14 +110,17 @@ func TestKilledServerDeliversCommittedNotifications(t *testing.T) {
 			return nil
 		})
 	}()
-	last, position := freezeBehind(t, first, query)
+	last, position := freezeBehind(t, first, query, dest)
+	_, logPosition := outboxProgress(t, query, "log")
 	if err := first.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	first.stop()
 	<-creating
+	release()
 	second := startReplicas(t, bin, 1, []io.Writer{logs[1]}, args...)[0]
-	final := waitDelivered(t, query, time.Minute)
+	final := waitDelivered(t, query, dest, time.Minute)
+	waitDelivered(t, query, "log", time.Minute)
 	hooked := hook.waitFor(t, int(final), time.Minute)
 	second.stop()
 
@@ -126,7 +144,7 @@ func TestKilledServerDeliversCommittedNotifications(t *testing.T) {
 		case n > 1:
 			twice++
 		}
-		if seq > position && by[1][id] > 0 {
+		if seq > logPosition && by[1][id] > 0 {
 			afterRestart++
 		}
 		switch hooked[id] {
@@ -140,23 +158,23 @@ func TestKilledServerDeliversCommittedNotifications(t *testing.T) {
 	if missing > 0 || twice > 1 {
 		t.Errorf("%d notifications never delivered, %d delivered twice (at most the one in flight at the kill may be)", missing, twice)
 	}
-	if hookMissing > 0 || hookTwice > 1 || len(hooked) != int(final) {
+	if hookMissing > 0 || hookTwice > 0 || len(hooked) != int(final) {
 		t.Errorf("webhook: %d notifications never delivered, %d twice, %d received of %d", hookMissing, hookTwice, len(hooked), final)
 	}
-	if afterRestart != int(last-position) {
-		t.Errorf("the restarted server delivered %d of the %d notifications committed but not delivered at the kill", afterRestart, last-position)
+	if afterRestart != int(last-logPosition) {
+		t.Errorf("the restarted server logged %d of the %d notifications committed but not logged at the kill", afterRestart, last-logPosition)
 	}
-	t.Logf("killed with %d notifications committed, %d delivered; the restarted server delivered the other %d; %d in all, %d delivered twice; the webhook received %d, %d twice",
-		last, position, afterRestart, final, twice, len(hooked), hookTwice)
+	t.Logf("killed with %d notifications committed, the webhook at %d, the log at %d; the restarted server logged the other %d; %d in all; the log had %d twice, the webhook received %d, %d twice",
+		last, position, logPosition, afterRestart, final, twice, len(hooked), hookTwice)
 }
 
-// freezeBehind waits until the outbox is ahead of the log destination, then stops srv
-// (SIGSTOP) with it behind, and returns the outbox's last Seq and the log destination's
-// position as srv left them: what it dies with when the caller kills it.
-func freezeBehind(t *testing.T, srv *benchServer, query func(string, ...any) error) (last, position int64) {
+// freezeBehind waits until the outbox is ahead of destination, then stops srv (SIGSTOP)
+// with it behind, and returns the outbox's last Seq and the destination's position as srv
+// left them: what it dies with when the caller kills it.
+func freezeBehind(t *testing.T, srv *benchServer, query func(string, ...any) error, destination string) (last, position int64) {
 	t.Helper()
 	for deadline := time.Now().Add(time.Minute); ; {
-		if last, position = outboxProgress(t, query); last > position+5 {
+		if last, position = outboxProgress(t, query, destination); last > position+5 {
 			if err := srv.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 				t.Fatal(err)
 			}
@@ -166,29 +184,29 @@ func freezeBehind(t *testing.T, srv *benchServer, query func(string, ...any) err
 			if _, err := syscall.Wait4(srv.cmd.Process.Pid, &ws, syscall.WUNTRACED, nil); err != nil || !ws.Stopped() {
 				t.Fatalf("waiting for the server to stop: %v (status %v)", err, ws)
 			}
-			if last, position = outboxProgress(t, query); last > position {
+			if last, position = outboxProgress(t, query, destination); last > position {
 				return last, position
 			}
 			_ = srv.cmd.Process.Signal(syscall.SIGCONT)
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the log destination never fell behind the outbox (%d, %d)", last, position)
+			t.Fatalf("%s never fell behind the outbox (%d, %d)", destination, last, position)
 		}
 		time.Sleep(time.Millisecond) // polling the database: the server's progress is not signalled to the test
 	}
 }
 
-// waitDelivered waits until the log destination has delivered the whole outbox, and
-// returns its last Seq.
-func waitDelivered(t *testing.T, query func(string, ...any) error, within time.Duration) int64 {
+// waitDelivered waits until destination has been delivered the whole outbox, and returns
+// its last Seq.
+func waitDelivered(t *testing.T, query func(string, ...any) error, destination string, within time.Duration) int64 {
 	t.Helper()
 	for deadline := time.Now().Add(within); ; {
-		final, pos := outboxProgress(t, query)
+		final, pos := outboxProgress(t, query, destination)
 		if pos == final {
 			return final
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the log destination is at %d of %d after %v", pos, final, within)
+			t.Fatalf("%s is at %d of %d after %v", destination, pos, final, within)
 		}
 		time.Sleep(5 * time.Millisecond) // polling the database: delivery is not signalled to the test
 	}
@@ -243,7 +261,7 @@ func TestReplicasDeliverEachNotificationOnce(t *testing.T) {
 	defer conn.Close(ctx)
 	query := func(q string, dest ...any) error { return conn.QueryRow(ctx, q).Scan(dest...) }
 	for deadline := time.Now().Add(time.Minute); ; {
-		last, pos := outboxProgress(t, query)
+		last, pos := outboxProgress(t, query, "log")
 		if last == nLeases && pos == last {
 			break
 		}
@@ -300,9 +318,7 @@ func TestReplicaTakesOverDelivery(t *testing.T) {
 	hc := &http.Client{Timeout: time.Minute}
 	client := func(i int) *auditClient { return &auditClient{http: hc, base: replicas[i%2].url} }
 	hook := newHookReceiver(t)
-	if status, body, err := client(0).do(ctx, "POST", "/v1/webhooks", map[string]any{"url": hook.url}); err != nil || status != 201 {
-		t.Fatalf("create webhook: HTTP %d %v %v", status, body, err)
-	}
+	dest := createWebhook(t, client(0), hook.url)
 	const nLeases = 300
 	inParallel(t, 20, func(i int) error {
 		status, body, err := client(i).do(ctx, "POST", "/v1/os-hosts", map[string]any{"name": fmt.Sprintf("t-h%d", i)})
@@ -342,6 +358,9 @@ func TestReplicaTakesOverDelivery(t *testing.T) {
 	defer conn.Close(ctx)
 	query := func(q string, dest ...any) error { return conn.QueryRow(ctx, q).Scan(dest...) }
 
+	// The webhook's receiver holds what comes next, so notifications pile up undelivered.
+	hook.waitFor(t, 1, time.Minute)
+	release := hook.hold()
 	creating := make(chan struct{})
 	go func() {
 		defer close(creating)
@@ -350,15 +369,17 @@ func TestReplicaTakesOverDelivery(t *testing.T) {
 			return nil
 		})
 	}()
-	last, position := freezeBehind(t, replicas[victim], query)
+	last, position := freezeBehind(t, replicas[victim], query, dest)
 	if err := replicas[victim].cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	killed := time.Now()
 	replicas[victim].stop()
+	release()
 	<-creating
-	final := waitDelivered(t, query, time.Minute)
+	final := waitDelivered(t, query, dest, time.Minute)
 	caughtUp := time.Since(killed)
+	waitDelivered(t, query, "log", time.Minute)
 	hooked := hook.waitFor(t, int(final), time.Minute)
 	replicas[1-victim].stop()
 
@@ -390,6 +411,6 @@ func TestReplicaTakesOverDelivery(t *testing.T) {
 	if missing > 0 || logTwice > 1 || hookTwice > 1 {
 		t.Errorf("%d notifications missing at a destination; delivered twice: %d to the log, %d to the webhook (at most the one in flight each)", missing, logTwice, hookTwice)
 	}
-	t.Logf("killed the deliverer with %d notifications committed, the log at %d; the survivor delivered up to %d, %.1f s after the kill; duplicates after the takeover: %d to the log, %d to the webhook",
+	t.Logf("killed the deliverer with %d notifications committed, the webhook at %d; the survivor delivered up to %d, %.1f s after the kill; duplicates after the takeover: %d to the log, %d to the webhook",
 		last, position, final, caughtUp.Seconds(), logTwice, hookTwice)
 }

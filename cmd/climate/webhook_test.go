@@ -25,6 +25,23 @@ type hookReceiver struct {
 	code int
 	// arrived is signalled after each request (dropped when nobody is waiting).
 	arrived chan struct{}
+	// held, while not nil, holds notifications (pings pass) unrecorded until it is closed
+	// or the sender gives up, then answers 503: the webhook's deliveries stall.
+	held chan struct{}
+}
+
+// hold makes the receiver hold deliveries until the returned release is called.
+func (rc *hookReceiver) hold() (release func()) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	held := make(chan struct{})
+	rc.held = held
+	return func() {
+		rc.mu.Lock()
+		defer rc.mu.Unlock()
+		close(held)
+		rc.held = nil
+	}
 }
 
 type hookRequest struct {
@@ -37,6 +54,17 @@ func newHookReceiver(t testing.TB) *hookReceiver {
 	rc := &hookReceiver{code: http.StatusNoContent, arrived: make(chan struct{}, 1)}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
+		rc.mu.Lock()
+		held := rc.held
+		rc.mu.Unlock()
+		if held != nil && r.Header.Get(webhook.EventHeader) != webhook.PingEvent {
+			select {
+			case <-held:
+			case <-r.Context().Done():
+			}
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
 		at := time.Now()
 		rc.mu.Lock()
 		rc.got = append(rc.got, hookRequest{path: r.URL.Path, event: r.Header.Get(webhook.EventHeader), signature: r.Header.Get(webhook.SignatureHeader),
