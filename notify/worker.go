@@ -126,6 +126,7 @@ func (w *Worker) Run(ctx context.Context) error {
 				l := loops[d.Name()]
 				if l == nil {
 					l = newDestLoop(ctx)
+					l.dest.Store(&d) // before the goroutine reads it
 					loops[d.Name()] = l
 					wg.Add(1)
 					go func() { defer wg.Done(); w.loop(l) }()
