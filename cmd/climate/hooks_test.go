@@ -181,8 +181,15 @@ func TestPowerManagementOnPostgresRunsOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	runs := strings.Split(strings.TrimSpace(string(b2)), "\n")
-	if got := strings.Join(slices.Sorted(slices.Values(runs)), ","); got != "power_off h2,power_off h3,power_on h1,start_lease h1" {
-		t.Errorf("hook runs %q: want each host switched once", runs)
+	// h1 may have been switched off while idle, between its registration and the lease's
+	// creation, and on again for the lease: a legitimate plan. Two leaders would show as
+	// a switch run twice.
+	want1 := "power_off h2,power_off h3,power_on h1,start_lease h1"
+	if slices.Index(runs, "power_off h1") >= 0 && slices.Index(runs, "power_off h1") < slices.Index(runs, "power_on h1") {
+		want1 = "power_off h1," + want1
+	}
+	if got := strings.Join(slices.Sorted(slices.Values(runs)), ","); got != want1 {
+		t.Errorf("hook runs %q: want each host switched once (h1 perhaps off first)", runs)
 	}
 	if slices.Index(runs, "power_on h1") > slices.Index(runs, "start_lease h1") {
 		t.Errorf("h1 started before it was powered on: %q", runs)
