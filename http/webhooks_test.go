@@ -162,8 +162,8 @@ func TestWebhooksRoundTrip(t *testing.T) {
 			t.Errorf("create answer lacks %q: %s", k, r.body)
 		}
 	}
-	if !strings.HasPrefix(w.Secret, "whsec_") || len(w.Secret) != len("whsec_")+64 {
-		t.Errorf("generated secret %q, want whsec_ and 64 hex digits", w.Secret)
+	if !strings.HasPrefix(w.Secret, "whsec_") || len(w.Secret) != len("whsec_")+44 {
+		t.Errorf("generated secret %q, want whsec_ and 32 bytes in base64", w.Secret)
 	}
 	got := e.recv.received()
 	if len(got) != 1 || got[0].event != webhook.PingEvent || got[0].path != "/alice" || got[0].contentType != "application/json" {

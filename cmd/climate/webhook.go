@@ -28,8 +28,9 @@ notification's JSON as the event stream shows it, in order. A delivery the recei
 does not accept (2xx) is retried with growing waits; after a day of failures the
 webhook is disabled, with the reason (climate webhook show).
 Deliveries carry Climate-Signature: t=UNIX,v1=HMAC-SHA256(secret, "UNIX.BODY"),
-Climate-Delivery (the id to de-duplicate on) and Climate-Event headers. The secret is
-shown once, when the webhook is created. Members manage their project's webhooks,
+Climate-Delivery (the id to de-duplicate on) and Climate-Event headers, and are signed
+the Standard Webhooks way too (webhook-id, webhook-timestamp, webhook-signature), so its
+libraries verify them. The secret is shown once, when the webhook is created. Members manage their project's webhooks,
 readers list them, admins may subscribe to every project's (--all-projects).
 
 ` + clientHelp,

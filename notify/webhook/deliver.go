@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -80,7 +81,11 @@ func (s *Sender) Send(ctx context.Context, w *climate.Webhook, id, event string,
 	h := req.Header
 	h.Set("Content-Type", "application/json")
 	h.Set("User-Agent", "Climate-Webhook/1")
-	h.Set(SignatureHeader, Sign(w.Secret, s.clock.Now(), body))
+	now := s.clock.Now()
+	h.Set(SignatureHeader, Sign(w.Secret, now, body))
+	h.Set(StandardIDHeader, id)
+	h.Set(StandardTimestampHeader, strconv.FormatInt(now.Unix(), 10))
+	h.Set(StandardSignatureHeader, StandardSignature(w.Secret, id, now, body))
 	h.Set(DeliveryHeader, id)
 	h.Set(EventHeader, event)
 	h.Set(WebhookHeader, w.ID)

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -74,6 +75,12 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	id := req.Header.Get(webhook.DeliveryHeader)
 	if err := webhook.Verify(secret, req.Header.Get(webhook.SignatureHeader), body, r.clk.Now(), 5*time.Minute); err != nil {
 		r.badSigs = append(r.badSigs, fmt.Sprintf("%s: %v", id, err))
+	}
+	// The Standard Webhooks headers sign the same delivery.
+	ts, _ := strconv.ParseInt(req.Header.Get(webhook.StandardTimestampHeader), 10, 64)
+	if req.Header.Get(webhook.StandardIDHeader) != id || ts != r.clk.Now().Unix() ||
+		req.Header.Get(webhook.StandardSignatureHeader) != webhook.StandardSignature(secret, id, time.Unix(ts, 0), body) {
+		r.badSigs = append(r.badSigs, fmt.Sprintf("%s: Standard Webhooks headers %v", id, req.Header))
 	}
 	r.mu.Unlock()
 	switch act {

@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -24,17 +25,40 @@ const (
 	EventHeader = "Climate-Event"
 	// WebhookHeader is the id of the webhook delivering.
 	WebhookHeader = "Climate-Webhook"
+
+	// The Standard Webhooks headers (standardwebhooks.com), for receivers that verify
+	// with its libraries: the delivery id, the Unix time, and "v1,BASE64" where BASE64 is
+	// HMAC-SHA256 over "ID.TIME.BODY" keyed with the secret's base64 part.
+	StandardIDHeader        = "webhook-id"
+	StandardTimestampHeader = "webhook-timestamp"
+	StandardSignatureHeader = "webhook-signature"
 )
 
 // PingEvent is the type of the test delivery sent when a webhook is created.
 const PingEvent = "webhook.ping"
 
-// NewSecret returns a new signing secret: 32 random bytes, hex, with a prefix that tells
-// what it is when it turns up somewhere.
+// NewSecret returns a new signing secret: 32 random bytes in base64 behind "whsec_", the
+// Standard Webhooks form (the prefix also tells what it is when it turns up somewhere).
 func NewSecret() string {
 	b := make([]byte, 32)
 	_, _ = rand.Read(b) // never fails (crypto/rand)
-	return "whsec_" + hex.EncodeToString(b)
+	return "whsec_" + base64.StdEncoding.EncodeToString(b)
+}
+
+// StandardSignature returns the StandardSignatureHeader value for delivery id of body at
+// t. The key is the secret's base64 part, decoded, as Standard Webhooks libraries take
+// it; a secret a client chose that is not of that form is used as it is.
+func StandardSignature(secret, id string, t time.Time, body []byte) string {
+	key := []byte(secret)
+	if b64, ok := strings.CutPrefix(secret, "whsec_"); ok {
+		if k, err := base64.StdEncoding.DecodeString(b64); err == nil && len(k) > 0 {
+			key = k
+		}
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(id + "." + strconv.FormatInt(t.Unix(), 10) + "."))
+	m.Write(body)
+	return "v1," + base64.StdEncoding.EncodeToString(m.Sum(nil))
 }
 
 // Sign returns the SignatureHeader value for body sent at t.

@@ -42,7 +42,20 @@ func TestSignVerify(t *testing.T) {
 			t.Errorf("%s: %v, want ErrBadSignature", name, err)
 		}
 	}
-	if a, b := webhook.NewSecret(), webhook.NewSecret(); a == b || !strings.HasPrefix(a, "whsec_") || len(a) != 6+64 {
+	if a, b := webhook.NewSecret(), webhook.NewSecret(); a == b || !strings.HasPrefix(a, "whsec_") || len(a) != 6+44 {
 		t.Errorf("secrets %q, %q", a, b)
+	}
+}
+
+// The Standard Webhooks signature, checked against the specification's own example.
+func TestStandardSignature(t *testing.T) {
+	got := webhook.StandardSignature("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "msg_p5jXN8AQM9LWM0D4loKWxJek",
+		time.Unix(1614265330, 0), []byte(`{"test": 2432232314}`))
+	if want := "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="; got != want {
+		t.Errorf("StandardSignature = %q, want %q", got, want)
+	}
+	// A client's own secret that is not whsec_BASE64 keys the HMAC as it is.
+	if a, b := webhook.StandardSignature("my-own-secret-123", "id", time.Unix(1, 0), nil), webhook.StandardSignature("my-own-secret-124", "id", time.Unix(1, 0), nil); a == b || !strings.HasPrefix(a, "v1,") {
+		t.Errorf("own secrets: %q, %q", a, b)
 	}
 }
