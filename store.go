@@ -85,6 +85,8 @@ type Tx interface {
 	Outbox
 	// Webhooks and their latest deliveries.
 	WebhookStore
+	// The floating IP inventory.
+	FloatingIPStore
 }
 
 // LeaseFilter selects leases. Zero fields match everything.

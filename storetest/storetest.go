@@ -45,6 +45,7 @@ func Run(t *testing.T, open func(t *testing.T) climate.Store) {
 		{"DeleteDeliveryCursor", testDeleteDeliveryCursor},
 		{"Webhooks", testWebhooks},
 		{"WebhookDeliveries", testWebhookDeliveries},
+		{"FloatingIPs", testFloatingIPs},
 		{"Rollback", testRollback},
 		{"CancelledContext", testCancelledContext},
 		{"ViewRejectsWrites", testViewRejectsWrites},
