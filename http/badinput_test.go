@@ -19,6 +19,12 @@ const (
 		"reservations": [` + validRes + `], "events": []}`
 )
 
+// validFloatingIP is the floating IP seed registers (so posting it again is a duplicate);
+// fipWith changes it.
+const validFloatingIP = `{"floating_network_id": "ext-net", "floating_ip_address": "172.24.4.101"}`
+
+func fipWith(patch string) string { return patchJSON(validFloatingIP, patch) }
+
 // leaseWith is validLease with patch's keys replaced ("<delete>" removes a key).
 func leaseWith(patch string) string { return patchJSON(validLease, patch) }
 
@@ -30,7 +36,8 @@ func resWith(patch string) string {
 // seed registers three hosts (1 and 3 with gpu=true) and books two leases over
 // [2026-11-22 10:00, 2026-11-23 10:00): the admin's on a gpu host (host 1) and alice's on
 // any host (host 2), leaving host 3 free; and alice subscribes a webhook (ahook) to the
-// env's receiver (hook). It returns the ids as template variables.
+// env's receiver (hook); and the admin registers floating IP 172.24.4.101 on ext-net
+// (fip). It returns the ids as template variables.
 func seed(e *env) map[string]string {
 	e.t.Helper()
 	for _, body := range []string{
@@ -46,6 +53,8 @@ func seed(e *env) map[string]string {
 		"lease": lookup(e.t, l1, "lease.id"), "res": lookup(e.t, l1, "lease.reservations.0.id"),
 		"alease": lookup(e.t, l2, "lease.id"), "ares": lookup(e.t, l2, "lease.reservations.0.id"),
 	}
+	f := e.mustDo(call{method: "POST", path: "/v1/floatingips", body: validFloatingIP}, http.StatusCreated)
+	vars["fip"] = lookup(e.t, f, "floatingip.id")
 	if e.recv != nil {
 		vars["hook"] = e.recv.url
 		w := e.mustDo(call{method: "POST", path: "/v1/webhooks", body: `{"url": "` + e.recv.url + `/alice", "event_types": ["lease.create"]}`, header: asAlice}, http.StatusCreated)
@@ -58,7 +67,8 @@ func seed(e *env) map[string]string {
 func (e *env) state(vars map[string]string) string {
 	e.t.Helper()
 	return e.snapshot(nil, "/v1/leases", "/v1/os-hosts", "/v1/os-hosts/properties?detail=True&all=True",
-		expand(e.t, "/v1/os-hosts/allocations?lease_id={{lease}}", vars), "/v1/os-hosts/allocations", "/v1/webhooks")
+		expand(e.t, "/v1/os-hosts/allocations?lease_id={{lease}}", vars), "/v1/os-hosts/allocations", "/v1/webhooks",
+		"/v1/floatingips")
 }
 
 // snapshot GETs paths with header and returns the statuses and bodies, one line each.
@@ -106,6 +116,9 @@ func badCases() []badCase {
 	}
 	req := func(name, method, path, body string, header map[string]string, status int, msg ...string) badCase {
 		return badCase{name: name, call: call{method: method, path: path, body: body, header: header}, status: status, msg: msg}
+	}
+	fip := func(name, body string, status int, msg ...string) badCase { // the admin registers a floating IP
+		return badCase{name: name, call: call{method: "POST", path: "/v1/floatingips", body: body}, status: status, msg: msg}
 	}
 	hook := func(name, body string, status int, msg ...string) badCase { // alice creates a webhook
 		return badCase{name: name, call: call{method: "POST", path: "/v1/webhooks", body: body, header: asAlice}, status: status, msg: msg}
@@ -426,6 +439,50 @@ func badCases() []badCase {
 		req("webhook text/plain", "POST", "/v1/webhooks", `{"url": "{{hook}}"}`, map[string]string{"Content-Type": "text/plain"}, 400, "Content-Type"),
 		req("oversized webhook body", "POST", "/v1/webhooks", huge, nil, 413, "larger than"),
 
+		// Floating IPs. fipWith's bodies differ from the seeded IP (a different address), so
+		// each is refused for the one thing it breaks, not as a duplicate.
+		fip("floating IP missing network", fipWith(`{"floating_network_id": "<delete>", "floating_ip_address": "172.24.4.1"}`), 400, "Missing parameter floating_network_id"),
+		fip("floating IP null network", fipWith(`{"floating_network_id": null, "floating_ip_address": "172.24.4.1"}`), 400, "Missing parameter floating_network_id"),
+		fip("floating IP empty network", fipWith(`{"floating_network_id": "", "floating_ip_address": "172.24.4.1"}`), 400, "Missing parameter floating_network_id"),
+		fip("floating IP missing address", fipWith(`{"floating_ip_address": "<delete>"}`), 400, "Missing parameter floating_ip_address"),
+		fip("floating IP empty body", ``, 400, "Missing parameter floating_network_id"),
+		fip("floating IP empty address", fipWith(`{"floating_ip_address": ""}`), 400, "Missing parameter floating_ip_address"),
+		fip("floating IP octet 300", fipWith(`{"floating_ip_address": "300.1.1.1"}`), 400, "Malformed parameter floating_ip_address", `"300.1.1.1"`),
+		fip("floating IP word", fipWith(`{"floating_ip_address": "abc"}`), 400, "Malformed parameter floating_ip_address", `"abc"`),
+		fip("floating IP three octets", fipWith(`{"floating_ip_address": "172.24.4"}`), 400, `"172.24.4"`),
+		fip("floating IP leading zero", fipWith(`{"floating_ip_address": "172.024.4.1"}`), 400, `"172.024.4.1"`),
+		fip("floating IP CIDR", fipWith(`{"floating_ip_address": "172.24.4.0/24"}`), 400, `"172.24.4.0/24"`),
+		fip("floating IP zone", fipWith(`{"floating_ip_address": "fe80::1%eth0"}`), 400, `"fe80::1%eth0"`),
+		fip("floating IP space", fipWith(`{"floating_ip_address": " 172.24.4.1"}`), 400, "not an IPv4 or IPv6 address"),
+		fip("floating IP address number", fipWith(`{"floating_ip_address": 2887255141}`), 400, "Malformed parameter floating_ip_address: expected a string"),
+		fip("floating IP address list", fipWith(`{"floating_ip_address": ["172.24.4.1"]}`), 400, "Malformed parameter floating_ip_address"),
+		fip("floating IP network number", fipWith(`{"floating_network_id": 7, "floating_ip_address": "172.24.4.1"}`), 400, "Malformed parameter floating_network_id"),
+		fip("floating IP subnet object", fipWith(`{"subnet_id": {}, "floating_ip_address": "172.24.4.1"}`), 400, "Malformed parameter subnet_id"),
+		fip("floating IP unknown key", fipWith(`{"floating_ip_address": "172.24.4.1", "network_id": "ext-net"}`), 400, `Unknown parameter "network_id" in a floating IP`),
+		fip("floating IP explicit id", fipWith(`{"floating_ip_address": "172.24.4.1", "id": "x"}`), 400, `Unknown parameter "id"`),
+		fip("floating IP network too long", fipWith(`{"floating_network_id": "`+strings.Repeat("n", 256)+`", "floating_ip_address": "172.24.4.1"}`), 400, "floating_network_id is too long"),
+		fip("floating IP subnet too long", fipWith(`{"subnet_id": "`+strings.Repeat("s", 256)+`", "floating_ip_address": "172.24.4.1"}`), 400, "subnet_id is too long"),
+		fip("floating IP network with NUL", fipWith(`{"floating_network_id": "n\u0000", "floating_ip_address": "172.24.4.1"}`), 400, "NUL"),
+		fip("floating IP address too long", fipWith(`{"floating_ip_address": "`+strings.Repeat("1", 300)+`"}`), 400, "too long"),
+		fip("floating IP duplicate", validFloatingIP, 409, "172.24.4.101 is already registered on network ext-net"),
+		fip("floating IP duplicate non-canonical", fipWith(`{"floating_ip_address": "::ffff:172.24.4.101"}`), 409, "172.24.4.101 is already registered"),
+		fip("floating IP array body", `[`+validFloatingIP+`]`, 400, "must be a JSON object"),
+		req("floating IP by member", "POST", "/v1/floatingips", fipWith(`{"floating_ip_address": "172.24.4.1"}`), asAlice, 403, "blazar:floatingips:post"),
+		req("floating IP by reader", "POST", "/v1/floatingips", fipWith(`{"floating_ip_address": "172.24.4.1"}`), asReader, 403, "blazar:floatingips:post"),
+		req("floating IP delete by member", "DELETE", "/v1/floatingips/{{fip}}", "", asAlice, 403, "blazar:floatingips:delete"),
+		req("floating IP delete by reader", "DELETE", "/v1/floatingips/{{fip}}", "", asReader, 403, "blazar:floatingips:delete"),
+		req("floating IP list by guest", "GET", "/v1/floatingips", "", asGuest, 403, "blazar:floatingips:get"),
+		req("floating IP show by guest", "GET", "/v1/floatingips/{{fip}}", "", asGuest, 403, "blazar:floatingips:get"),
+		req("floating IP unknown id", "GET", "/v1/floatingips/nope", "", nil, 404, "Object with {'floatingip_id': 'nope'} not found"),
+		req("floating IP delete unknown id", "DELETE", "/v1/floatingips/nope", "", nil, 404, "Object with {'floatingip_id': 'nope'} not found"),
+		req("floating IP id too long", "DELETE", "/v1/floatingips/"+strings.Repeat("f", 300), "", nil, 400, "too long"),
+		req("wrong method on floating IPs", "DELETE", "/v1/floatingips", "", nil, 405, "DELETE"),
+		req("wrong method on floating IP", "PUT", "/v1/floatingips/{{fip}}", `{"floating_ip_address": "172.24.4.2"}`, nil, 405, "PUT"),
+		req("unknown floating IP subroute", "GET", "/v1/floatingips/{{fip}}/allocation", "", nil, 404, "could not be found"),
+		req("floating IP text/plain", "POST", "/v1/floatingips", fipWith(`{"floating_ip_address": "172.24.4.1"}`), map[string]string{"Content-Type": "text/plain"}, 400, "Content-Type"),
+		req("floating IP cross-site post", "POST", "/v1/floatingips", fipWith(`{"floating_ip_address": "172.24.4.1"}`), map[string]string{"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"}, 403, "Cross-origin"),
+		req("oversized floating IP body", "POST", "/v1/floatingips", huge, nil, 413, "larger than"),
+
 		// Other projects' leases do not exist for a non-admin.
 		req("other project gets lease", "GET", "/v1/leases/{{alease}}", "", asBob, 404, "{{alease}}"),
 		req("other project updates lease", "PUT", "/v1/leases/{{alease}}", `{"name": "mine"}`, asBob, 404, "{{alease}}"),
@@ -509,6 +566,11 @@ func testBadInput(t *testing.T, e *env) {
 		e.mustDo(call{method: "GET", path: "/v1/webhooks/" + vars["ahook"] + "/deliveries?limit=1", header: asAlice}, http.StatusOK)
 		e.mustDo(call{method: "PUT", path: "/v1/webhooks/" + vars["ahook"], body: `{"enabled": false, "url": "` + vars["hook"] + `/other"}`, header: asAlice}, http.StatusOK)
 		e.mustDo(call{method: "POST", path: "/v1/webhooks", body: `{"url": "` + vars["hook"] + `", "project_id": "chemistry", "all_projects": false}`}, http.StatusCreated)
+		// Floating IPs: the bodies the cases change are accepted with a free address.
+		e.mustDo(call{method: "POST", path: "/v1/floatingips", body: fipWith(`{"floating_ip_address": "172.24.4.1", "subnet_id": "sub"}`)}, http.StatusCreated)
+		e.mustDo(call{method: "POST", path: "/v1/floatingips", body: fipWith(`{"floating_network_id": "other-net"}`)}, http.StatusCreated)
+		e.mustDo(call{method: "GET", path: "/v1/floatingips/" + vars["fip"], header: asReader}, http.StatusOK)
+		e.mustDo(call{method: "DELETE", path: "/v1/floatingips/" + vars["fip"]}, http.StatusNoContent)
 	})
 }
 

@@ -164,6 +164,26 @@ func TestGolden(t *testing.T) {
 		{name: "error_version_400", call: call{method: "GET", path: "/v1/leases", header: map[string]string{"OpenStack-API-Version": "reservation x"}}, status: 400},
 		{name: "error_content_type", call: call{method: "POST", path: "/v1/leases", body: `{}`, header: map[string]string{"Content-Type": "text/plain"}}, status: 400},
 
+		{name: "floatingip_create", call: call{method: "POST", path: "/v1/floatingips",
+			body: `{"floating_network_id": "ext-net", "floating_ip_address": "172.24.4.101"}`},
+			status: 201, save: map[string]string{"fip1": "floatingip.id"}, check: func(t *testing.T, b map[string]any) {
+				wantField(t, b, "floatingip.floating_ip_address", "172.24.4.101")
+				wantField(t, b, "floatingip.created_at", "2026-11-21 11:31:00")
+			}},
+		{name: "floatingip_create_subnet", advance: time.Minute, call: call{method: "POST", path: "/v1/floatingips",
+			body: `{"floating_network_id": "ext-net", "floating_ip_address": "2001:DB8::0:1", "subnet_id": "ext-subnet-v6"}`},
+			status: 201, save: map[string]string{"fip2": "floatingip.id"}, check: func(t *testing.T, b map[string]any) {
+				wantField(t, b, "floatingip.floating_ip_address", "2001:db8::1")
+			}},
+		{name: "floatingips_list", call: call{method: "GET", path: "/v1/floatingips", header: asReader}, status: 200},
+		{name: "floatingip_show", call: call{method: "GET", path: "/v1/floatingips/{{fip1}}", header: asAlice}, status: 200},
+		{name: "error_floatingip_duplicate", call: call{method: "POST", path: "/v1/floatingips",
+			body: `{"floating_network_id": "ext-net", "floating_ip_address": "172.24.4.101"}`}, status: 409},
+		{name: "error_floatingip_address", call: call{method: "POST", path: "/v1/floatingips",
+			body: `{"floating_network_id": "ext-net", "floating_ip_address": "300.1.1.1"}`}, status: 400},
+		{call: call{method: "DELETE", path: "/v1/floatingips/{{fip2}}"}, status: 204},
+		{name: "error_floatingip_not_found", call: call{method: "GET", path: "/v1/floatingips/{{fip2}}"}, status: 404},
+
 		{call: call{method: "DELETE", path: "/v1/leases/{{lease2}}", header: asAlice}, status: 204},
 		{call: call{method: "DELETE", path: "/v1/os-hosts/{{host3}}"}, status: 204},
 		{name: "leases_list_after_delete", call: call{method: "GET", path: "/v1/leases"}, status: 200},

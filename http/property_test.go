@@ -45,6 +45,7 @@ func TestRandomRequests(t *testing.T) {
 		g.leases = []string{g.vars["lease"], g.vars["alease"]}
 		g.reservations = []string{g.vars["res"], g.vars["ares"]}
 		g.webhooks = []string{g.vars["ahook"]}
+		g.fips = []string{g.vars["fip"]}
 		state := e.state(g.vars)
 		var peak uint64
 		statuses := map[int]int{}
@@ -113,7 +114,7 @@ func newEnvOn(t testing.TB, st climate.Store) *env {
 	mgr := manager.New(st, clk, manager.Config{BeforeEnd: manager.DefaultBeforeEnd})
 	recv := newReceiver(t, http.StatusNoContent)
 	api := &climatehttp.Server{Leases: mgr, Hosts: mgr, Availability: mgr, Auth: climatehttp.NoAuth{}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Webhooks: webhookService(st, clk, true)}
+		Webhooks: webhookService(st, clk, true), FloatingIPs: mgr}
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close)
 	return &env{t: t, url: srv.URL, clk: clk, recv: recv}
@@ -128,6 +129,7 @@ type generator struct {
 	reservations []string
 	hosts        []string
 	webhooks     []string
+	fips         []string // floating IP ids
 }
 
 func (g *generator) pick(items ...string) string { return items[g.rng.IntN(len(items))] }
@@ -283,10 +285,17 @@ func (g *generator) webhook() string {
 	return g.webhooks[g.rng.IntN(len(g.webhooks))]
 }
 
+func (g *generator) fip() string {
+	if len(g.fips) == 0 || g.chance(0.15) {
+		return g.text()
+	}
+	return g.fips[g.rng.IntN(len(g.fips))]
+}
+
 // request makes one request.
 func (g *generator) request() call {
 	var c call
-	switch g.rng.IntN(16) {
+	switch g.rng.IntN(18) {
 	case 0:
 		c = call{method: "GET", path: "/v1/leases" + g.query("limit", "marker", "status", "project_id")}
 	case 1:
@@ -336,8 +345,15 @@ func (g *generator) request() call {
 		c = call{method: g.pick("GET", "PUT", "PUT", "DELETE"), path: "/v1/webhooks/" + url.PathEscape(g.webhook()), body: g.mutate(u)}
 	case 14:
 		c = call{method: "GET", path: "/v1/webhooks/" + url.PathEscape(g.webhook()) + "/deliveries" + g.query("limit")}
+	case 15:
+		c = call{method: g.pick("GET", "POST", "POST"), path: "/v1/floatingips", body: g.mutate(map[string]any{
+			"floating_network_id": g.pick("ext-net", "other-net"),
+			"floating_ip_address": g.pick(fmt.Sprintf("172.24.4.%d", g.rng.IntN(300)), fmt.Sprintf("2001:db8::%x", g.rng.IntN(100)), "::ffff:172.24.4.101", "abc", ""),
+			"subnet_id":           g.pick("sub-1", "")})}
+	case 16:
+		c = call{method: g.pick("GET", "DELETE"), path: "/v1/floatingips/" + url.PathEscape(g.fip())}
 	default:
-		c = call{method: "GET", path: g.pick("/", "/versions", "/v1", "/v1/nothing", "/v1/leases.json", "/v1/os-hosts/1/x", "/v1/webhooks/x/y")}
+		c = call{method: "GET", path: g.pick("/", "/versions", "/v1", "/v1/nothing", "/v1/leases.json", "/v1/os-hosts/1/x", "/v1/webhooks/x/y", "/v1/floatingips/x/y")}
 	}
 	if c.method == "GET" || c.method == "DELETE" {
 		c.body = ""
@@ -400,9 +416,10 @@ func (g *generator) learn(e *env, c call, r response) {
 			ID           string
 			Reservations []struct{ ID string }
 		}
-		Host    struct{ ID string }
-		Webhook struct{ ID string }
-		DryRun  bool `json:"dry_run"`
+		Host       struct{ ID string }
+		Webhook    struct{ ID string }
+		FloatingIP struct{ ID string } `json:"floatingip"`
+		DryRun     bool                `json:"dry_run"`
 	}
 	if json.Unmarshal(r.body, &body) != nil {
 		return
@@ -413,6 +430,13 @@ func (g *generator) learn(e *env, c call, r response) {
 			return
 		}
 		g.webhooks = append(g.webhooks, id)
+	}
+	if id := body.FloatingIP.ID; id != "" && c.method == "POST" {
+		if len(g.fips) > 16 || g.chance(0.3) {
+			e.mustDo(call{method: "DELETE", path: "/v1/floatingips/" + id}, http.StatusNoContent)
+			return
+		}
+		g.fips = append(g.fips, id)
 	}
 	if id := body.Host.ID; id != "" && c.method == "POST" {
 		g.hosts = append(g.hosts, id)

@@ -44,6 +44,9 @@ type Server struct {
 	Clock climate.Clock
 	// Webhooks serves /v1/webhooks (Climate's extension); nil leaves it out (404).
 	Webhooks climate.WebhookService
+	// FloatingIPs serves /v1/floatingips (Blazar's virtual:floatingip inventory); nil
+	// leaves it out (404), as Blazar does without the plugin.
+	FloatingIPs climate.FloatingIPService
 }
 
 func (s *Server) now() time.Time {
@@ -98,6 +101,10 @@ func (s *Server) Handler() http.Handler {
 		mux.Handle("/v1/webhooks", s.methods(map[string]handler{"GET": s.listWebhooks, "POST": s.createWebhook}))
 		mux.Handle("/v1/webhooks/{id}", s.methods(map[string]handler{"GET": s.getWebhook, "PUT": s.updateWebhook, "DELETE": s.deleteWebhook}))
 		mux.Handle("/v1/webhooks/{id}/deliveries", s.methods(map[string]handler{"GET": s.webhookDeliveries}))
+	}
+	if s.FloatingIPs != nil {
+		mux.Handle("/v1/floatingips", s.methods(map[string]handler{"GET": s.listFloatingIPs, "POST": s.createFloatingIP}))
+		mux.Handle("/v1/floatingips/{id}", s.methods(map[string]handler{"GET": s.getFloatingIP, "DELETE": s.deleteFloatingIP}))
 	}
 	mux.Handle("/", s.methods(nil)) // unknown routes: 404 in Blazar's error shape
 	return s.middleware(mux)
