@@ -54,7 +54,7 @@ the client config file.`,
 		},
 	}
 	root.AddCommand(newServeCmd(), newMigrateCmd(), newVersionCmd(), newBenchCmd(),
-		newLeaseCmd(), newHostCmd(), newAllocationCmd(), newAvailabilityCmd(), newEventsCmd(), newWebhookCmd())
+		newLeaseCmd(), newHostCmd(), newFloatingIPCmd(), newAllocationCmd(), newAvailabilityCmd(), newEventsCmd(), newWebhookCmd())
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return fmt.Errorf("%v (see %s --help)", err, cmd.CommandPath())
 	})

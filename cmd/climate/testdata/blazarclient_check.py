@@ -6,6 +6,7 @@ usage: blazarclient_check.py URL ADMIN_TOKEN MEMBER_TOKEN OTHER_PROJECT_TOKEN
 
 Prints one line per check and a closing "N passed, M failed"; exits non-zero on failure.
 """
+import argparse
 import datetime
 import logging
 import sys
@@ -13,6 +14,7 @@ import time
 
 from blazarclient import client as blazar_client
 from blazarclient import exception
+from blazarclient.v1.shell_commands import floatingips as fip_commands
 
 logging.disable(logging.WARNING)  # the client warns that blazar_url + auth_token is deprecated
 
@@ -146,6 +148,32 @@ check("lease delete", member.lease.list() == [])
 expect_error("deleted lease is gone", 404, "not found", member.lease.get, lease["id"])
 admin.host.delete(h1["id"])
 check("host delete", h1["id"] not in [h["id"] for h in admin.host.list()])
+
+# Floating IPs (the inventory). `openstack reservation floatingip create NETWORK ADDRESS`
+# turns its arguments into keyword arguments with CreateFloatingIP.args2body, then calls
+# floatingip.create(**body): the same here, without the keystone session.
+body = fip_commands.CreateFloatingIP.args2body(
+    None, argparse.Namespace(network_id="ext-net", floating_ip_address="172.24.4.101"))
+fip = admin.floatingip.create(**body)
+check("floating IP create", fip["floating_network_id"] == "ext-net" and fip["floating_ip_address"] == "172.24.4.101"
+      and fip["reservable"] is True and fip["id"], fip)
+check("floating IP has Blazar's keys", sorted(fip) == sorted(["id", "floating_network_id", "subnet_id", "floating_ip_address",
+                                                               "reservable", "created_at", "updated_at"]), sorted(fip))
+fip6 = admin.floatingip.create("ext-net", "2001:DB8::10", subnet_id="ext-v6")
+check("floating IP create IPv6 with a subnet", fip6["floating_ip_address"] == "2001:db8::10" and fip6["subnet_id"] == "ext-v6", fip6)
+listed = member.floatingip.list(sort_by="floating_ip_address")
+check("floating IP list (members read the inventory)", [f["floating_ip_address"] for f in listed] == ["172.24.4.101", "2001:db8::10"], listed)
+check("floating IP show", member.floatingip.get(fip["id"]) == fip, member.floatingip.get(fip["id"]))
+expect_error("duplicate floating IP is a 409", 409, "already registered on network ext-net", admin.floatingip.create,
+             "ext-net", "172.24.4.101")
+expect_error("malformed floating IP address", 400, "is not an IPv4 or IPv6 address", admin.floatingip.create, "ext-net", "300.1.1.1")
+expect_error("member cannot create floating IPs", 403, "blazar:floatingips:post", member.floatingip.create, "ext-net", "172.24.4.102")
+expect_error("member cannot delete floating IPs", 403, "blazar:floatingips:delete", member.floatingip.delete, fip["id"])
+admin.floatingip.delete(fip["id"])
+admin.floatingip.delete(fip6["id"])
+check("floating IP delete", admin.floatingip.list() == [])
+expect_error("deleted floating IP is gone", 404, "not found", admin.floatingip.get, fip["id"])
+expect_error("unknown floating IP", 404, "Object with {'floatingip_id': 'nope'} not found", admin.floatingip.delete, "nope")
 
 print("%d passed, %d failed" % (passed, failed))
 sys.exit(1 if failed else 0)
