@@ -12,7 +12,7 @@ import (
 
 const floatingIPColumns = `id, floating_network_id, subnet_id, floating_ip_address, reservable, created_at, updated_at`
 
-// InsertFloatingIP writes a new floating IP.
+// InsertFloatingIP writes a new floating IP; a trigger moves the inventory revision.
 func (t *tx) InsertFloatingIP(ctx context.Context, f *climate.FloatingIP) error {
 	if err := t.writable(); err != nil {
 		return err
@@ -77,7 +77,7 @@ func (t *tx) loadFloatingIPs(ctx context.Context, where string, args ...any) ([]
 	return out, dbError(rows.Err())
 }
 
-// DeleteFloatingIP deletes a floating IP.
+// DeleteFloatingIP deletes a floating IP; a trigger moves the inventory revision.
 func (t *tx) DeleteFloatingIP(ctx context.Context, id string) error {
 	if err := t.writable(); err != nil {
 		return err

@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
@@ -111,7 +113,8 @@ func (t *tx) loadLeases(ctx context.Context, q string, args []any, every bool) (
 	}
 	resIndex := map[string][2]int{} // reservation id → lease index, reservation index
 	rows, err = t.q.Query(ctx, `SELECT id, lease_id, resource_type, status, min_count, max_count, hypervisor_properties,
-		resource_properties, before_end, missing_resources, resources_changed, created_at, updated_at
+		resource_properties, before_end, network_id, amount, required_floatingips, missing_resources, resources_changed,
+		created_at, updated_at
 		FROM reservations`+in+` ORDER BY created_at, id`, childArgs...)
 	if err != nil {
 		return nil, dbError(err)
@@ -119,10 +122,16 @@ func (t *tx) loadLeases(ctx context.Context, q string, args []any, every bool) (
 	for rows.Next() {
 		var r climate.Reservation
 		var updated *time.Time
+		var required string
 		if err := rows.Scan(&r.ID, &r.LeaseID, &r.ResourceType, &r.Status, &r.Min, &r.Max, &r.HypervisorProperties,
-			&r.ResourceProperties, &r.BeforeEnd, &r.MissingResources, &r.ResourcesChanged, &r.CreatedAt, &updated); err != nil {
+			&r.ResourceProperties, &r.BeforeEnd, &r.NetworkID, &r.Amount, &required, &r.MissingResources, &r.ResourcesChanged,
+			&r.CreatedAt, &updated); err != nil {
 			rows.Close()
 			return nil, dbError(err)
+		}
+		if r.RequiredFloatingIPs, err = decodeAddresses(required); err != nil {
+			rows.Close()
+			return nil, err
 		}
 		r.CreatedAt, r.UpdatedAt = fromTS(r.CreatedAt), fromNullTS(updated)
 		li := index[r.LeaseID]
@@ -220,9 +229,11 @@ func (t *tx) InsertLease(ctx context.Context, l *climate.Lease) error {
 
 func (t *tx) insertReservation(ctx context.Context, leaseID string, r climate.Reservation) error {
 	tag, err := t.q.Exec(ctx, `INSERT INTO reservations (id, lease_id, resource_type, status, min_count, max_count,
-		hypervisor_properties, resource_properties, before_end, missing_resources, resources_changed, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (id) DO NOTHING`,
+		hypervisor_properties, resource_properties, before_end, network_id, amount, required_floatingips,
+		missing_resources, resources_changed, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) ON CONFLICT (id) DO NOTHING`,
 		r.ID, leaseID, r.ResourceType, r.Status, r.Min, r.Max, r.HypervisorProperties, r.ResourceProperties, r.BeforeEnd,
+		r.NetworkID, r.Amount, encodeAddresses(r.RequiredFloatingIPs),
 		r.MissingResources, r.ResourcesChanged, ts(r.CreatedAt), nullTS(r.UpdatedAt))
 	if err != nil {
 		return dbError(err)
@@ -304,9 +315,11 @@ func (t *tx) UpdateLease(ctx context.Context, l *climate.Lease) error {
 			}
 		} else if !reflect.DeepEqual(old, r) { // both normalized, Allocations nil
 			if _, err := t.q.Exec(ctx, `UPDATE reservations SET resource_type = $1, status = $2, min_count = $3, max_count = $4,
-				hypervisor_properties = $5, resource_properties = $6, before_end = $7, missing_resources = $8, resources_changed = $9,
-				created_at = $10, updated_at = $11 WHERE id = $12`,
+				hypervisor_properties = $5, resource_properties = $6, before_end = $7, network_id = $8, amount = $9,
+				required_floatingips = $10, missing_resources = $11, resources_changed = $12,
+				created_at = $13, updated_at = $14 WHERE id = $15`,
 				r.ResourceType, r.Status, r.Min, r.Max, r.HypervisorProperties, r.ResourceProperties, r.BeforeEnd,
+				r.NetworkID, r.Amount, encodeAddresses(r.RequiredFloatingIPs),
 				r.MissingResources, r.ResourcesChanged, r.CreatedAt, nullTS(r.UpdatedAt), r.ID); err != nil {
 				return dbError(err)
 			}
@@ -383,7 +396,32 @@ func keys[V any](m map[string]V) []string {
 func normReservation(leaseID string, r climate.Reservation) climate.Reservation {
 	r.LeaseID, r.Allocations = leaseID, nil
 	r.CreatedAt, r.UpdatedAt = ts(r.CreatedAt), normTS(r.UpdatedAt)
+	if len(r.RequiredFloatingIPs) == 0 {
+		r.RequiredFloatingIPs = nil
+	}
 	return r
+}
+
+// encodeAddresses is a reservation's required floating IPs as stored: a JSON array, "[]"
+// for none (nil included).
+func encodeAddresses(addrs []string) string {
+	if len(addrs) == 0 {
+		return "[]"
+	}
+	b, _ := json.Marshal(addrs) // cannot fail for strings
+	return string(b)
+}
+
+// decodeAddresses reads what encodeAddresses wrote; none comes back nil.
+func decodeAddresses(s string) ([]string, error) {
+	var addrs []string
+	if err := json.Unmarshal([]byte(s), &addrs); err != nil {
+		return nil, dbError(fmt.Errorf("required_floatingips %q: %w", s, err))
+	}
+	if len(addrs) == 0 {
+		return nil, nil
+	}
+	return addrs, nil
 }
 
 func normAllocation(leaseID, reservationID string, a climate.Allocation) climate.Allocation {

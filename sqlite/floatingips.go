@@ -9,8 +9,8 @@ import (
 
 const floatingIPColumns = `id, floating_network_id, subnet_id, floating_ip_address, reservable, created_at, updated_at`
 
-// InsertFloatingIP writes a new floating IP. Writers are serialized, so the address check
-// before the insert cannot race another insert.
+// InsertFloatingIP writes a new floating IP and moves the inventory revision. Writers are
+// serialized, so the address check before the insert cannot race another insert.
 func (t *tx) InsertFloatingIP(ctx context.Context, f *climate.FloatingIP) error {
 	if err := t.writable(); err != nil {
 		return err
@@ -29,7 +29,11 @@ func (t *tx) InsertFloatingIP(ctx context.Context, f *climate.FloatingIP) error 
 	if isUnique(err) {
 		return climate.Errorf(climate.CodeConflict, "Floating IP %s already exists", f.ID)
 	}
-	return internal(err)
+	if err != nil {
+		return internal(err)
+	}
+	// A new address is new inventory, as a new host is (PostgreSQL bumps by trigger).
+	return t.bumpInventory(ctx)
 }
 
 // floatingIPTaken is the conflict of an address already registered on its network.
@@ -75,7 +79,7 @@ func (t *tx) loadFloatingIPs(ctx context.Context, where string, args ...any) ([]
 	return out, internal(rows.Err())
 }
 
-// DeleteFloatingIP deletes a floating IP.
+// DeleteFloatingIP deletes a floating IP and moves the inventory revision.
 func (t *tx) DeleteFloatingIP(ctx context.Context, id string) error {
 	if err := t.writable(); err != nil {
 		return err
@@ -91,5 +95,5 @@ func (t *tx) DeleteFloatingIP(ctx context.Context, id string) error {
 	if n == 0 {
 		return climate.FloatingIPNotFound(id)
 	}
-	return nil
+	return t.bumpInventory(ctx)
 }

@@ -3,6 +3,8 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 
@@ -103,7 +105,8 @@ func (t *tx) loadLeases(ctx context.Context, q string, args []any, every bool) (
 	}
 	resIndex := map[string][2]int{} // reservation id → lease index, reservation index
 	rows, err = t.q.QueryContext(ctx, `SELECT id, lease_id, resource_type, status, min_count, max_count, hypervisor_properties,
-		resource_properties, before_end, missing_resources, resources_changed, created_at, updated_at
+		resource_properties, before_end, network_id, amount, required_floatingips, missing_resources, resources_changed,
+		created_at, updated_at
 		FROM reservations`+in+` ORDER BY created_at, id`, childArgs...)
 	if err != nil {
 		return nil, internal(err)
@@ -112,10 +115,16 @@ func (t *tx) loadLeases(ctx context.Context, q string, args []any, every bool) (
 		var r climate.Reservation
 		var created int64
 		var updated sql.NullInt64
+		var required string
 		if err := rows.Scan(&r.ID, &r.LeaseID, &r.ResourceType, &r.Status, &r.Min, &r.Max, &r.HypervisorProperties,
-			&r.ResourceProperties, &r.BeforeEnd, &r.MissingResources, &r.ResourcesChanged, &created, &updated); err != nil {
+			&r.ResourceProperties, &r.BeforeEnd, &r.NetworkID, &r.Amount, &required, &r.MissingResources, &r.ResourcesChanged,
+			&created, &updated); err != nil {
 			rows.Close()
 			return nil, internal(err)
+		}
+		if r.RequiredFloatingIPs, err = decodeAddresses(required); err != nil {
+			rows.Close()
+			return nil, err
 		}
 		r.CreatedAt, r.UpdatedAt = fromMicros(created), fromNullMicros(updated)
 		li := index[r.LeaseID]
@@ -212,9 +221,11 @@ func (t *tx) InsertLease(ctx context.Context, l *climate.Lease) error {
 
 func (t *tx) insertReservation(ctx context.Context, leaseID string, r climate.Reservation) error {
 	_, err := t.q.ExecContext(ctx, `INSERT INTO reservations (id, lease_id, resource_type, status, min_count, max_count,
-		hypervisor_properties, resource_properties, before_end, missing_resources, resources_changed, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		hypervisor_properties, resource_properties, before_end, network_id, amount, required_floatingips,
+		missing_resources, resources_changed, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, leaseID, r.ResourceType, r.Status, r.Min, r.Max, r.HypervisorProperties, r.ResourceProperties, r.BeforeEnd,
+		r.NetworkID, r.Amount, encodeAddresses(r.RequiredFloatingIPs),
 		r.MissingResources, r.ResourcesChanged, micros(r.CreatedAt), nullMicros(r.UpdatedAt))
 	if isUnique(err) {
 		return climate.Errorf(climate.CodeConflict, "Reservation %s already exists", r.ID)
@@ -283,9 +294,10 @@ func (t *tx) UpdateLease(ctx context.Context, l *climate.Lease) error {
 			}
 		} else if !reflect.DeepEqual(old, r) { // both normalized, Allocations nil
 			if _, err := t.q.ExecContext(ctx, `UPDATE reservations SET resource_type = ?, status = ?, min_count = ?, max_count = ?,
-				hypervisor_properties = ?, resource_properties = ?, before_end = ?, missing_resources = ?, resources_changed = ?,
-				created_at = ?, updated_at = ? WHERE id = ?`,
+				hypervisor_properties = ?, resource_properties = ?, before_end = ?, network_id = ?, amount = ?,
+				required_floatingips = ?, missing_resources = ?, resources_changed = ?, created_at = ?, updated_at = ? WHERE id = ?`,
 				r.ResourceType, r.Status, r.Min, r.Max, r.HypervisorProperties, r.ResourceProperties, r.BeforeEnd,
+				r.NetworkID, r.Amount, encodeAddresses(r.RequiredFloatingIPs),
 				r.MissingResources, r.ResourcesChanged, micros(r.CreatedAt), nullMicros(r.UpdatedAt), r.ID); err != nil {
 				return internal(err)
 			}
@@ -362,7 +374,31 @@ func keys[V any](m map[string]V) []string {
 func normReservation(leaseID string, r climate.Reservation) climate.Reservation {
 	r.LeaseID, r.Allocations = leaseID, nil
 	r.CreatedAt, r.UpdatedAt = fromMicros(micros(r.CreatedAt)), fromNullMicros(nullInt(r.UpdatedAt))
+	if len(r.RequiredFloatingIPs) == 0 {
+		r.RequiredFloatingIPs = nil
+	}
 	return r
+}
+
+// encodeAddresses is a reservation's required floating IPs as stored: a JSON array, "[]"
+// for none (nil included).
+func encodeAddresses(addrs []string) string {
+	if len(addrs) == 0 {
+		return "[]"
+	}
+	return jsonList(addrs)
+}
+
+// decodeAddresses reads what encodeAddresses wrote; none comes back nil.
+func decodeAddresses(s string) ([]string, error) {
+	var addrs []string
+	if err := json.Unmarshal([]byte(s), &addrs); err != nil {
+		return nil, internal(fmt.Errorf("required_floatingips %q: %w", s, err))
+	}
+	if len(addrs) == 0 {
+		return nil, nil
+	}
+	return addrs, nil
 }
 
 func normAllocation(leaseID, reservationID string, a climate.Allocation) climate.Allocation {

@@ -133,9 +133,18 @@ func TestAllocationLogStartsAtMigration(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 	}
-	if err := pre.Update(ctx, func(tx climate.Tx) error { return tx.InsertLease(ctx, leaseWith("before", "h1", 3)) }); err != nil {
+	// The store's code writes today's schema, so the lease of that time is written by hand:
+	// three allocations, revisions 1-3.
+	if _, err := old.ExecContext(ctx, `INSERT INTO leases (id, name, user_id, project_id, trust_id, start_at, end_at, status, degraded, created_at, updated_at)
+		VALUES ('before', '', '', '', '', 0, 10800000000, '', 0, 0, NULL)`); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := old.ExecContext(ctx, `INSERT INTO reservations (id, lease_id, resource_type, status, min_count, max_count,
+		hypervisor_properties, resource_properties, before_end, missing_resources, resources_changed, created_at, updated_at)
+		VALUES ('before-r', 'before', '', '', 0, 0, '', '', '', 0, 0, 0, NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	insertMany(t, pre, "before", 3)
 	old.Close()
 
 	s := open(t, path) // applies 0003

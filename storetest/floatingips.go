@@ -154,3 +154,23 @@ func testFloatingIPs(t *testing.T, s climate.Store) {
 		t.Errorf("InsertFloatingIP in View: no error")
 	}
 }
+
+// testFloatingIPInventoryRevision: floating IPs are inventory, so inserting and deleting
+// one moves InventoryRevision as a host does, and a planner's cached view notices.
+func testFloatingIPInventoryRevision(t *testing.T, s climate.Store) {
+	var last int64
+	view(t, s, func(tx climate.Tx) (err error) { last, err = tx.InventoryRevision(ctx); return err })
+	step := func(what string, write func(climate.Tx) error) {
+		t.Helper()
+		update(t, s, write)
+		var rev int64
+		view(t, s, func(tx climate.Tx) (err error) { rev, err = tx.InventoryRevision(ctx); return err })
+		if rev <= last {
+			t.Errorf("after %s: inventory revision %d, want above %d", what, rev, last)
+		}
+		last = rev
+	}
+	f := climate.FloatingIP{ID: "f-1", FloatingNetworkID: "net-1", Address: "172.24.4.1", Reservable: true, CreatedAt: t0}
+	step("InsertFloatingIP", func(tx climate.Tx) error { g := f; return tx.InsertFloatingIP(ctx, &g) })
+	step("DeleteFloatingIP", func(tx climate.Tx) error { return tx.DeleteFloatingIP(ctx, f.ID) })
+}

@@ -9,6 +9,9 @@ import (
 	"climate"
 )
 
+// resourceTypeFloatingIP is Blazar's name for floating IP reservations.
+const resourceTypeFloatingIP = "virtual:floatingip"
+
 // fullLease sets every field, with children deliberately out of the contract's order.
 func fullLease() *climate.Lease {
 	start, end := t0.Add(24*time.Hour), t0.Add(72*time.Hour)
@@ -26,6 +29,19 @@ func fullLease() *climate.Lease {
 		Allocations: []climate.Allocation{
 			{ID: "l1-b", ReservationID: "l1-r0", LeaseID: "l1", ResourceID: "h2", Start: start, End: end},
 		},
+	})
+	// virtual:floatingip reservations: one with every floating IP field set, one with an
+	// empty (not nil) required list, which comes back nil.
+	l.Reservations = append(l.Reservations, climate.Reservation{
+		ID: "l1-r2", LeaseID: "l1", ResourceType: resourceTypeFloatingIP, Status: climate.ReservationActive,
+		NetworkID: "net-ext", Amount: 3, RequiredFloatingIPs: []string{"172.24.4.10", "2001:db8::5"},
+		BeforeEnd: "default", CreatedAt: t0.Add(2 * time.Second), UpdatedAt: t0.Add(3 * time.Second),
+		Allocations: []climate.Allocation{
+			{ID: "l1-f", ReservationID: "l1-r2", LeaseID: "l1", ResourceID: "fip-1", Start: start, End: end},
+		},
+	}, climate.Reservation{
+		ID: "l1-r3", LeaseID: "l1", ResourceType: resourceTypeFloatingIP, Status: climate.ReservationPending,
+		NetworkID: "net-ext", Amount: 1, RequiredFloatingIPs: []string{}, CreatedAt: t0.Add(2 * time.Second),
 	})
 	l.Events = append([]climate.Event{{
 		ID: "l1-e3", LeaseID: "l1", Type: climate.EventBeforeEndLease, Time: end.Add(-time.Hour),
@@ -56,8 +72,24 @@ func testLeaseRoundTrip(t *testing.T, s climate.Store) {
 	if !got.UpdatedAt.IsZero() {
 		t.Errorf("UpdatedAt never set: got %v, want zero", got.UpdatedAt)
 	}
-	if ids := []string{got.Reservations[0].ID, got.Reservations[1].ID}; !reflect.DeepEqual(ids, []string{"l1-r0", "l1-r1"}) {
+	var ids []string
+	for _, r := range got.Reservations {
+		ids = append(ids, r.ID)
+	}
+	if !reflect.DeepEqual(ids, []string{"l1-r0", "l1-r1", "l1-r2", "l1-r3"}) {
 		t.Errorf("reservations in order %v, want by creation", ids)
+	}
+	// checkLease compares with nil for an empty list; say so plainly if a store drops the
+	// floating IP fields or returns an empty slice.
+	if len(got.Reservations) == 4 {
+		fip, none := got.Reservations[2], got.Reservations[3]
+		if fip.NetworkID != "net-ext" || fip.Amount != 3 || !reflect.DeepEqual(fip.RequiredFloatingIPs, []string{"172.24.4.10", "2001:db8::5"}) {
+			t.Errorf("floating IP reservation: network %q, amount %d, required %#v; want net-ext, 3, both addresses",
+				fip.NetworkID, fip.Amount, fip.RequiredFloatingIPs)
+		}
+		if none.RequiredFloatingIPs != nil {
+			t.Errorf("empty required floating IPs come back %#v, want nil", none.RequiredFloatingIPs)
+		}
 	}
 
 	// A lease without children round-trips too.
@@ -240,9 +272,19 @@ func testUpdateLeaseSyncsChildren(t *testing.T, s climate.Store) {
 		Min: 1, Max: 1, CreatedAt: t0.Add(time.Second),
 		Allocations: []climate.Allocation{{ID: "l1-a-h3", ReservationID: "l1-r2", LeaseID: "l1", ResourceID: "h3", Start: start, End: end}},
 	})
+	// Floating IP reservations whose fields the update changes: one from a nil required
+	// list to addresses, one from addresses to an empty list.
+	l.Reservations = append(l.Reservations, climate.Reservation{
+		ID: "l1-r4", LeaseID: "l1", ResourceType: resourceTypeFloatingIP, Status: climate.ReservationPending,
+		NetworkID: "net-a", Amount: 1, CreatedAt: t0.Add(2 * time.Second),
+	}, climate.Reservation{
+		ID: "l1-r5", LeaseID: "l1", ResourceType: resourceTypeFloatingIP, Status: climate.ReservationPending,
+		NetworkID: "net-a", Amount: 2, RequiredFloatingIPs: []string{"172.24.4.1", "172.24.4.2"}, CreatedAt: t0.Add(2 * time.Second),
+	})
 	l.Events = append(l.Events, climate.Event{ID: "l1-e3", LeaseID: "l1", Type: climate.EventBeforeEndLease,
 		Time: end.Add(-time.Hour), Status: climate.EventUndone, CreatedAt: t0})
 	insertLeases(t, s, l, newLease("other", "p1", start, end, "h9"))
+	checkLease(t, getLease(t, s, "l1"), *l)
 
 	l = getLease(t, s, "l1")
 	later := t0.Add(time.Minute)
@@ -259,7 +301,10 @@ func testUpdateLeaseSyncsChildren(t *testing.T, s climate.Store) {
 	r3 := climate.Reservation{ID: "l1-r3", LeaseID: "l1", ResourceType: climate.ResourceTypeHost, Status: climate.ReservationActive,
 		Min: 1, Max: 1, BeforeEnd: "snapshot", CreatedAt: later,
 		Allocations: []climate.Allocation{{ID: "l1-a-h5", ReservationID: "l1-r3", LeaseID: "l1", ResourceID: "h5", Start: start, End: newEnd}}}
-	l.Reservations = []climate.Reservation{r1, r3}
+	r4, r5 := *reservation(t, l, "l1-r4"), *reservation(t, l, "l1-r5")
+	r4.NetworkID, r4.Amount, r4.RequiredFloatingIPs = "net-b", 3, []string{"2001:db8::7"}
+	r5.Amount, r5.RequiredFloatingIPs = 1, []string{}
+	l.Reservations = []climate.Reservation{r1, r3, r4, r5}
 	// Drop before_end, move end, mark start done, add a new event.
 	e1, e2 := *l.Event(climate.EventStartLease), *l.Event(climate.EventEndLease)
 	e1.Status, e1.UpdatedAt = climate.EventDone, later
@@ -269,7 +314,16 @@ func testUpdateLeaseSyncsChildren(t *testing.T, s climate.Store) {
 	l.Events = []climate.Event{e1, e2, e4}
 	update(t, s, func(tx climate.Tx) error { return tx.UpdateLease(ctx, l) })
 
-	checkLease(t, getLease(t, s, "l1"), *l)
+	got := getLease(t, s, "l1")
+	checkLease(t, got, *l)
+	if r := reservation(t, got, "l1-r4"); r.NetworkID != "net-b" || r.Amount != 3 || !reflect.DeepEqual(r.RequiredFloatingIPs, []string{"2001:db8::7"}) {
+		t.Errorf("updated floating IP reservation: network %q, amount %d, required %#v; want net-b, 3, [2001:db8::7]",
+			r.NetworkID, r.Amount, r.RequiredFloatingIPs)
+	}
+	if r := reservation(t, got, "l1-r5"); r.Amount != 1 || r.RequiredFloatingIPs != nil {
+		t.Errorf("floating IP reservation with its required list emptied: amount %d, required %#v; want 1, nil",
+			r.Amount, r.RequiredFloatingIPs)
+	}
 	view(t, s, func(tx climate.Tx) error {
 		allocs, err := tx.ListAllocations(ctx, climate.AllocationFilter{LeaseID: "l1"})
 		if got := allocationIDs(allocs); err != nil || !reflect.DeepEqual(got, []string{"l1-a-h1", "l1-a-h4", "l1-a-h5"}) {
@@ -474,4 +528,16 @@ func testListAllocations(t *testing.T, s climate.Store) {
 		}
 		return nil
 	})
+}
+
+// reservation returns l's reservation id, failing the test if there is none.
+func reservation(t *testing.T, l *climate.Lease, id string) *climate.Reservation {
+	t.Helper()
+	for i := range l.Reservations {
+		if l.Reservations[i].ID == id {
+			return &l.Reservations[i]
+		}
+	}
+	t.Fatalf("lease %s has no reservation %s", l.ID, id)
+	return nil
 }

@@ -46,6 +46,7 @@ func Run(t *testing.T, open func(t *testing.T) climate.Store) {
 		{"Webhooks", testWebhooks},
 		{"WebhookDeliveries", testWebhookDeliveries},
 		{"FloatingIPs", testFloatingIPs},
+		{"FloatingIPInventoryRevision", testFloatingIPInventoryRevision},
 		{"Rollback", testRollback},
 		{"CancelledContext", testCancelledContext},
 		{"ViewRejectsWrites", testViewRejectsWrites},
@@ -161,6 +162,9 @@ func canon(l climate.Lease) climate.Lease {
 	for _, r := range l.Reservations {
 		r.CreatedAt, r.UpdatedAt = ts(r.CreatedAt), ts(r.UpdatedAt)
 		r.Allocations = canonAllocations(r.Allocations)
+		if len(r.RequiredFloatingIPs) == 0 { // nil and empty both come back nil
+			r.RequiredFloatingIPs = nil
+		}
 		rs = append(rs, r)
 	}
 	sort.SliceStable(rs, func(i, j int) bool { return before(rs[i].CreatedAt, rs[i].ID, rs[j].CreatedAt, rs[j].ID) })
