@@ -52,12 +52,17 @@ type Reservation struct {
 	HypervisorProperties string
 	ResourceProperties   string
 	// BeforeEnd is the action at the before_end event: "", "default" or "snapshot".
-	BeforeEnd        string
-	MissingResources bool
-	ResourcesChanged bool
-	CreatedAt        time.Time
-	UpdatedAt        time.Time
-	Allocations      []Allocation
+	BeforeEnd string
+	// NetworkID, Amount and RequiredFloatingIPs describe a virtual:floatingip reservation:
+	// Amount addresses of the external network NetworkID, the RequiredFloatingIPs among them.
+	NetworkID           string
+	Amount              int
+	RequiredFloatingIPs []string
+	MissingResources    bool
+	ResourcesChanged    bool
+	CreatedAt           time.Time
+	UpdatedAt           time.Time
+	Allocations         []Allocation
 }
 
 // Allocation books one resource for one reservation over its lease's window.

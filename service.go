@@ -110,6 +110,10 @@ type ReservationRequest struct {
 	HypervisorProperties *string
 	ResourceProperties   *string
 	BeforeEnd            *string
+	// virtual:floatingip's fields.
+	NetworkID           *string
+	Amount              *int
+	RequiredFloatingIPs *[]string
 }
 
 // LeaseUpdate is a request to change a lease; unset fields keep their value.

@@ -102,6 +102,26 @@ func (o object) str(key string) (*string, error) {
 	return &s, nil
 }
 
+// strings returns a list-of-strings field; absent or null gives nil. Blazar's client
+// sends required_floatingips as a JSON list; a string holding one is accepted too.
+func (o object) strings(key string) (*[]string, error) {
+	raw, ok := o[key]
+	if !ok || isNull(raw) {
+		return nil, nil
+	}
+	var list []string
+	if err := json.Unmarshal(raw, &list); err != nil {
+		var s string
+		if json.Unmarshal(raw, &s) != nil || json.Unmarshal([]byte(s), &list) != nil {
+			return nil, malformed(key, "a list of strings")
+		}
+	}
+	if len(list) > climate.MaxReservations {
+		return nil, climate.Errorf(climate.CodeInvalid, "%s has %d entries, at most %d", key, len(list), climate.MaxReservations)
+	}
+	return &list, nil
+}
+
 // integer returns an integer field. Int-like strings ("2") are accepted, as Blazar's
 // clients send them, and converted rather than crashing later as Blazar does.
 func (o object) integer(key string) (*int, error) {
@@ -196,7 +216,9 @@ func (o object) objects(key string) ([]object, error) {
 func decodeReservation(o object, update bool) (climate.ReservationRequest, error) {
 	var r climate.ReservationRequest
 	var err error
-	keys := []string{"resource_type", "min", "max", "hypervisor_properties", "resource_properties", "before_end"}
+	// Every type's keys; each type refuses the others' (resource.Type.New).
+	keys := []string{"resource_type", "min", "max", "hypervisor_properties", "resource_properties", "before_end",
+		"network_id", "amount", "required_floatingips"}
 	if update {
 		keys = append(keys, "id")
 		id, err := o.str("id")
@@ -211,9 +233,6 @@ func decodeReservation(o object, update bool) (climate.ReservationRequest, error
 		return r, err
 	} else if t != nil {
 		r.ResourceType = *t
-	}
-	if !update && r.ResourceType != "" && r.ResourceType != climate.ResourceTypeHost {
-		return r, climate.Errorf(climate.CodeInvalid, "The %s resource type is not supported", r.ResourceType)
 	}
 	if err := o.only("a reservation", keys...); err != nil {
 		return r, err
@@ -230,7 +249,16 @@ func decodeReservation(o object, update bool) (climate.ReservationRequest, error
 	if r.ResourceProperties, err = o.query("resource_properties"); err != nil {
 		return r, err
 	}
-	r.BeforeEnd, err = o.str("before_end")
+	if r.BeforeEnd, err = o.str("before_end"); err != nil {
+		return r, err
+	}
+	if r.NetworkID, err = o.str("network_id"); err != nil {
+		return r, err
+	}
+	if r.Amount, err = o.integer("amount"); err != nil {
+		return r, err
+	}
+	r.RequiredFloatingIPs, err = o.strings("required_floatingips")
 	return r, err
 }
 

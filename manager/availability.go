@@ -5,15 +5,8 @@ import (
 	"time"
 
 	"climate"
-	"climate/plan"
+	"climate/resource"
 )
-
-// availability is the planner's view: the availability index and the known property names,
-// as of the store's inventory and allocation revisions.
-type availability struct {
-	index      *plan.Index
-	properties map[string]climate.ResourceProperty
-}
 
 // historyKept is how far back a rebuilt index keeps allocations: windows being planned
 // start no earlier than now, except an active lease's own window, which the index ignores.
@@ -23,7 +16,7 @@ const historyKept = 24 * time.Hour
 // while the store's revisions match it, so a request costs one small read transaction;
 // after another process (or a host change) moved the store on, it is brought up to date
 // from one snapshot (see refresh).
-func (m *Manager) view(ctx context.Context, fn func(*availability) error) error {
+func (m *Manager) view(ctx context.Context, fn func(*resource.View) error) error {
 	var invRev, allocRev int64
 	err := m.store.View(ctx, func(tx climate.Tx) error {
 		var err error
@@ -37,7 +30,7 @@ func (m *Manager) view(ctx context.Context, fn func(*availability) error) error 
 		return err
 	}
 	m.mu.RLock()
-	if a := m.avail; a != nil && a.index.InventoryRevision == invRev && a.index.AllocationRevision == allocRev {
+	if a := m.avail; a != nil && a.Index.InventoryRevision == invRev && a.Index.AllocationRevision == allocRev {
 		defer m.mu.RUnlock()
 		return fn(a)
 	}
@@ -62,10 +55,10 @@ func (m *Manager) refresh(ctx context.Context, invRev, allocRev int64) error {
 	m.mu.RLock()
 	cur := m.avail
 	m.mu.RUnlock()
-	if cur != nil && cur.index.InventoryRevision >= invRev && cur.index.AllocationRevision >= allocRev {
+	if cur != nil && cur.Index.InventoryRevision >= invRev && cur.Index.AllocationRevision >= allocRev {
 		return nil
 	}
-	if cur != nil && cur.index.InventoryRevision == invRev {
+	if cur != nil && cur.Index.InventoryRevision == invRev {
 		if done, err := m.catchUp(ctx, cur); err != nil || done {
 			return err
 		}
@@ -85,8 +78,8 @@ func (m *Manager) refresh(ctx context.Context, invRev, allocRev int64) error {
 // snapshot with the store's revisions, and moves the index to that snapshot. done is false
 // when a rebuild is needed instead: the inventory moved, or the store keeps no log or its
 // log no longer reaches back to the index's revision. The caller holds commitMu.
-func (m *Manager) catchUp(ctx context.Context, cur *availability) (done bool, err error) {
-	since := cur.index.AllocationRevision
+func (m *Manager) catchUp(ctx context.Context, cur *resource.View) (done bool, err error) {
+	since := cur.Index.AllocationRevision
 	var rev int64
 	var changes []climate.AllocationChange
 	err = m.store.View(ctx, func(tx climate.Tx) error {
@@ -95,7 +88,7 @@ func (m *Manager) catchUp(ctx context.Context, cur *availability) (done bool, er
 			return nil
 		}
 		invRev, err := tx.InventoryRevision(ctx)
-		if err != nil || invRev != cur.index.InventoryRevision {
+		if err != nil || invRev != cur.Index.InventoryRevision {
 			return err
 		}
 		if rev, err = tx.AllocationRevision(ctx); err != nil {
@@ -109,8 +102,8 @@ func (m *Manager) catchUp(ctx context.Context, cur *availability) (done bool, er
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	applyChanges(cur.index, changes)
-	cur.index.AllocationRevision = rev
+	applyChanges(cur, changes)
+	cur.Index.AllocationRevision = rev
 	m.catchUps.Add(1)
 	return true, nil
 }
@@ -118,7 +111,7 @@ func (m *Manager) catchUp(ctx context.Context, cur *availability) (done bool, er
 // applyChanges applies logged changes to x in order. Apply removes before it adds, so a
 // run of changes goes in one call only while no removal follows an addition (it may remove
 // what was just added).
-func applyChanges(x *plan.Index, changes []climate.AllocationChange) {
+func applyChanges(x *resource.View, changes []climate.AllocationChange) {
 	var removed, added []climate.Allocation
 	for _, c := range changes {
 		if c.Removed && len(added) > 0 {
@@ -135,8 +128,8 @@ func applyChanges(x *plan.Index, changes []climate.AllocationChange) {
 }
 
 // loadAvailability builds a view from one consistent snapshot of the store.
-func (m *Manager) loadAvailability(ctx context.Context) (*availability, error) {
-	var a *availability
+func (m *Manager) loadAvailability(ctx context.Context) (*resource.View, error) {
+	var a *resource.View
 	err := m.store.View(ctx, func(tx climate.Tx) error {
 		invRev, err := tx.InventoryRevision(ctx)
 		if err != nil {
@@ -150,6 +143,10 @@ func (m *Manager) loadAvailability(ctx context.Context) (*availability, error) {
 		if err != nil {
 			return err
 		}
+		fips, err := tx.ListFloatingIPs(ctx)
+		if err != nil {
+			return err
+		}
 		props, err := tx.ListResourceProperties(ctx, climate.ResourceTypeHost)
 		if err != nil {
 			return err
@@ -158,11 +155,8 @@ func (m *Manager) loadAvailability(ctx context.Context) (*availability, error) {
 		if err != nil {
 			return err
 		}
-		a = &availability{index: plan.NewIndex(hosts, allocs), properties: make(map[string]climate.ResourceProperty, len(props))}
-		a.index.InventoryRevision, a.index.AllocationRevision = invRev, allocRev
-		for _, p := range props {
-			a.properties[p.Name] = p
-		}
+		a = resource.NewView(hosts, fips, props, allocs)
+		a.Index.InventoryRevision, a.Index.AllocationRevision = invRev, allocRev
 		return nil
 	})
 	return a, err
@@ -196,22 +190,22 @@ func (m *Manager) commitChange(ctx context.Context, write func(climate.Tx) error
 		if after, err = tx.AllocationRevision(ctx); err != nil {
 			return err
 		}
-		if lg, ok := tx.(climate.AllocationLog); ok && a != nil && a.index.AllocationRevision == before && after != before {
+		if lg, ok := tx.(climate.AllocationLog); ok && a != nil && a.Index.AllocationRevision == before && after != before {
 			changes, logged, err = lg.AllocationChanges(ctx, before) // one writer: all ours
 		}
 		return err
 	})
-	if err != nil || a == nil || a.index.AllocationRevision != before || after == before {
+	if err != nil || a == nil || a.Index.AllocationRevision != before || after == before {
 		return err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if logged {
-		applyChanges(a.index, changes)
+		applyChanges(a, changes)
 	} else {
-		a.index.Apply(removed(), added())
+		a.Apply(removed(), added())
 	}
-	a.index.AllocationRevision = after
+	a.Index.AllocationRevision = after
 	return nil
 }
 

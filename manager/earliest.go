@@ -6,6 +6,8 @@ import (
 
 	"climate"
 	"climate/plan"
+	"climate/resource"
+	"climate/resource/host"
 )
 
 // defaultSearchHorizon bounds an earliest-slot search without a deadline.
@@ -54,15 +56,15 @@ func newSlotSearch(req climate.LeaseRequest, l *climate.Lease, now time.Time) (*
 
 // placeEarliest sets l's window to the earliest one in which its reservation's minimum
 // number of hosts is free, on the same view the hosts are then planned on.
-func (m *Manager) placeEarliest(l *climate.Lease, a *availability, s *slotSearch) error {
+func (m *Manager) placeEarliest(l *climate.Lease, a *resource.View, s *slotSearch) error {
 	r := &l.Reservations[0]
-	q, err := parseFilter(r, a.properties)
+	q, err := host.Filter(r, a.Properties)
 	if err != nil {
 		return err
 	}
-	slots := a.index.EarliestSlots(plan.SlotRequest{
+	slots := a.Index.EarliestSlots(plan.SlotRequest{
 		Count: r.Min, Duration: s.duration, After: s.after, Deadline: s.deadline,
-		Match: matcher(q), FilterKey: q.String(), Limit: 1,
+		Match: host.Matcher(q), FilterKey: q.String(), Limit: 1,
 	})
 	if len(slots) == 0 {
 		return climate.Errorf(climate.CodeConflict, "Not enough hosts available: no window of %s with %d matching hosts free between %s and %s",
@@ -101,13 +103,13 @@ func (m *Manager) EarliestSlots(ctx context.Context, who climate.Identity, q cli
 		return nil, invalid("deadline must be later than after")
 	}
 	var out []climate.Slot
-	err := m.view(ctx, func(a *availability) error {
-		f, err := parseQueries(a.properties, [2]string{"hypervisor_properties", q.HypervisorProperties}, [2]string{"resource_properties", q.ResourceProperties})
+	err := m.view(ctx, func(a *resource.View) error {
+		f, err := host.Queries(a.Properties, [2]string{"hypervisor_properties", q.HypervisorProperties}, [2]string{"resource_properties", q.ResourceProperties})
 		if err != nil {
 			return err
 		}
-		for _, s := range a.index.EarliestSlots(plan.SlotRequest{Count: q.Count, Duration: q.Duration, After: q.After, Deadline: q.Deadline,
-			Match: matcher(f), FilterKey: f.String(), Limit: q.Limit}) {
+		for _, s := range a.Index.EarliestSlots(plan.SlotRequest{Count: q.Count, Duration: q.Duration, After: q.After, Deadline: q.Deadline,
+			Match: host.Matcher(f), FilterKey: f.String(), Limit: q.Limit}) {
 			out = append(out, climate.Slot{Start: s.Start, End: s.End, Free: s.Free})
 		}
 		return nil
@@ -136,12 +138,12 @@ func (m *Manager) Timeline(ctx context.Context, who climate.Identity, q climate.
 		return nil, invalid("%d buckets requested; at most %d: use a larger step", n, maxBuckets)
 	}
 	out := &climate.Timeline{}
-	err := m.view(ctx, func(a *availability) error {
-		f, err := parseQueries(a.properties, [2]string{"hypervisor_properties", q.HypervisorProperties}, [2]string{"resource_properties", q.ResourceProperties})
+	err := m.view(ctx, func(a *resource.View) error {
+		f, err := host.Queries(a.Properties, [2]string{"hypervisor_properties", q.HypervisorProperties}, [2]string{"resource_properties", q.ResourceProperties})
 		if err != nil {
 			return err
 		}
-		buckets, matching := a.index.Timeline(matcher(f), f.String(), q.From, q.To, q.Step)
+		buckets, matching := a.Index.Timeline(host.Matcher(f), f.String(), q.From, q.To, q.Step)
 		out.Matching = matching
 		for _, b := range buckets {
 			out.Buckets = append(out.Buckets, climate.Slot{Start: b.Start, End: b.End, Free: b.Free})

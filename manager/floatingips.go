@@ -98,11 +98,20 @@ func (m *Manager) DeleteFloatingIP(ctx context.Context, who climate.Identity, id
 		return err
 	}
 	return m.store.Update(ctx, func(tx climate.Tx) error {
-		if _, err := tx.GetFloatingIP(ctx, id); err != nil {
+		f, err := tx.GetFloatingIP(ctx, id)
+		if err != nil {
 			return err
 		}
-		// When leases reserve floating IPs, this is where deletion will be refused (409,
-		// Blazar's CantDeleteFloatingIP) for an address held by a current or future lease.
+		// Unlike Blazar, an address whose leases have ended can go: only a current or
+		// future lease holds it.
+		held, err := tx.ListAllocations(ctx, climate.AllocationFilter{ResourceIDs: []string{id}, From: m.now()})
+		if err != nil {
+			return err
+		}
+		if len(held) > 0 {
+			return climate.Errorf(climate.CodeConflict, "Floating IP %s is reserved by lease %s until %s and cannot be deleted",
+				f.Address, held[0].LeaseID, held[len(held)-1].End.UTC().Format("2006-01-02 15:04"))
+		}
 		return tx.DeleteFloatingIP(ctx, id)
 	})
 }

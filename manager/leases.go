@@ -10,8 +10,7 @@ import (
 
 	"climate"
 	"climate/notify"
-	"climate/plan"
-	"climate/query"
+	"climate/resource"
 )
 
 // resolve returns the time a request date stands for, "now" being now.
@@ -55,12 +54,6 @@ func getOwnLease(ctx context.Context, tx climate.Tx, who climate.Identity, id st
 	return l, nil
 }
 
-// hostReservation is a validated physical:host reservation with its parsed filter.
-type hostReservation struct {
-	res   *climate.Reservation
-	query *query.Query
-}
-
 // CreateLease validates, plans and books a lease for the caller's project.
 func (m *Manager) CreateLease(ctx context.Context, who climate.Identity, req climate.LeaseRequest) (*climate.Lease, error) {
 	if err := climate.RequireMember(who, "blazar:leases:post"); err != nil {
@@ -84,10 +77,15 @@ func (m *Manager) CreateLease(ctx context.Context, who climate.Identity, req cli
 		Status: climate.LeasePending, CreatedAt: now,
 	}
 	for _, rr := range req.Reservations {
-		r, err := newReservation(rr)
+		t, err := m.cfg.Types.Get(rr.ResourceType)
 		if err != nil {
 			return nil, err
 		}
+		r, err := t.New(rr)
+		if err != nil {
+			return nil, err
+		}
+		r.ResourceType = t.Name()
 		r.ID, r.LeaseID, r.Status, r.CreatedAt = climate.NewID(), l.ID, climate.ReservationPending, now
 		l.Reservations = append(l.Reservations, r)
 	}
@@ -196,90 +194,6 @@ func (m *Manager) beforeEndTime(given *time.Time, start, end time.Time) (time.Ti
 	return t, nil
 }
 
-// newReservation validates a reservation of a create request.
-func newReservation(rr climate.ReservationRequest) (climate.Reservation, error) {
-	switch rr.ResourceType {
-	case "":
-		return climate.Reservation{}, invalid("Missing parameter resource_type")
-	case climate.ResourceTypeHost:
-	default:
-		return climate.Reservation{}, invalid("The %s resource type is not supported", rr.ResourceType)
-	}
-	if rr.Min == nil {
-		return climate.Reservation{}, invalid("Missing parameter min")
-	}
-	if rr.Max == nil {
-		return climate.Reservation{}, invalid("Missing parameter max")
-	}
-	r := climate.Reservation{ResourceType: rr.ResourceType, Min: *rr.Min, Max: *rr.Max, BeforeEnd: "default"}
-	if rr.HypervisorProperties != nil {
-		r.HypervisorProperties = *rr.HypervisorProperties
-	}
-	if rr.ResourceProperties != nil {
-		r.ResourceProperties = *rr.ResourceProperties
-	}
-	if rr.BeforeEnd != nil {
-		r.BeforeEnd = *rr.BeforeEnd
-	}
-	return r, validateHostReservation(&r)
-}
-
-func validateHostReservation(r *climate.Reservation) error {
-	if r.Min <= 0 || r.Max <= 0 {
-		return invalid("Malformed parameter min and max (must be greater than or equal to 1)")
-	}
-	if r.Max < r.Min {
-		return invalid("Invalid values for min/max of hosts. Max must be equal to or larger than min.")
-	}
-	switch r.BeforeEnd {
-	case "", "default", "snapshot":
-	default:
-		return invalid("Malformed parameter before_end: %q (expected \"\", \"default\" or \"snapshot\")", r.BeforeEnd)
-	}
-	for _, s := range []string{r.HypervisorProperties, r.ResourceProperties} {
-		if err := climate.CheckText("A property query", s, climate.MaxTextLength); err != nil {
-			return err
-		}
-		if _, err := query.Parse(s); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// parseFilter parses a reservation's two property queries and checks every property name
-// it uses is known, so a typo is a 400 rather than a silent "no host matches".
-func parseFilter(r *climate.Reservation, known map[string]climate.ResourceProperty) (*query.Query, error) {
-	return parseQueries(known, [2]string{"hypervisor_properties", r.HypervisorProperties}, [2]string{"resource_properties", r.ResourceProperties})
-}
-
-// parseQueries parses named property queries into one and checks their property names.
-func parseQueries(known map[string]climate.ResourceProperty, queries ...[2]string) (*query.Query, error) {
-	var qs []*query.Query
-	for _, f := range queries {
-		q, err := query.Parse(f[1])
-		if err != nil {
-			return nil, err
-		}
-		for _, p := range q.Properties() {
-			if _, ok := known[p]; !ok && !climate.IsHostColumn(p) {
-				return nil, invalid("Unknown property %q in %s: it is neither a host field (%s) nor a registered extra capability",
-					p, f[0], strings.Join(climate.HostColumns, ", "))
-			}
-		}
-		qs = append(qs, q)
-	}
-	return query.And(qs...), nil
-}
-
-// matcher turns a query into the planner's filter (nil when it matches every host).
-func matcher(q *query.Query) func(*climate.Host) bool {
-	if q.MatchAll() {
-		return nil
-	}
-	return func(h *climate.Host) bool { return q.Match(h.Property) }
-}
-
 // planOptions modify planAndCommit: a dry run writes nothing; a search first finds the
 // earliest window for the lease.
 type planOptions struct {
@@ -296,7 +210,7 @@ func (m *Manager) planAndCommit(ctx context.Context, l, prev *climate.Lease, opt
 	for attempt := 0; attempt < commitAttempts; attempt++ {
 		var chosen []string
 		var invRev int64
-		err := m.view(ctx, func(a *availability) error {
+		err := m.view(ctx, func(a *resource.View) error {
 			if opts.search != nil { // "earliest": find the slot on this same view
 				if err := m.placeEarliest(l, a, opts.search); err != nil {
 					return err
@@ -307,8 +221,8 @@ func (m *Manager) planAndCommit(ctx context.Context, l, prev *climate.Lease, opt
 			if attempt > 0 { // lost a race: look elsewhere than the others do
 				rotate = rand.IntN(1 << 30)
 			}
-			chosen, err = planLease(l, prev, a, rotate)
-			invRev = a.index.InventoryRevision
+			chosen, err = m.planLease(l, prev, a, rotate)
+			invRev = a.Index.InventoryRevision
 			return err
 		})
 		if err != nil || opts.dryRun {
@@ -340,8 +254,9 @@ func (m *Manager) planAndCommit(ctx context.Context, l, prev *climate.Lease, opt
 	return climate.Errorf(climate.CodeConflict, "Not enough hosts available: the hosts found were booked by concurrent requests %d times in a row; try again", commitAttempts)
 }
 
-// planLease fills in the allocations of l's host reservations and returns every host chosen.
-func planLease(l, prev *climate.Lease, a *availability, rotate int) ([]string, error) {
+// planLease fills in the allocations of l's reservations, each planned by its type on the
+// same view (each excluding what the earlier ones chose), and returns every resource chosen.
+func (m *Manager) planLease(l, prev *climate.Lease, v *resource.View, rotate int) ([]string, error) {
 	current := map[string][]string{}
 	for _, r := range allocationsOf(prev) {
 		current[r.ReservationID] = append(current[r.ReservationID], r.ResourceID)
@@ -350,33 +265,30 @@ func planLease(l, prev *climate.Lease, a *availability, rotate int) ([]string, e
 	var all []string
 	for i := range l.Reservations {
 		r := &l.Reservations[i]
-		if r.ResourceType != climate.ResourceTypeHost || r.Status == climate.ReservationDeleted {
+		if r.Status == climate.ReservationDeleted {
 			continue
 		}
-		q, err := parseFilter(r, a.properties)
+		t, err := m.cfg.Types.Get(r.ResourceType)
 		if err != nil {
 			return nil, err
 		}
 		had := current[r.ID]
-		hosts, _, err := a.index.PlaceHosts(plan.HostRequest{
-			Window: plan.Window{Start: l.Start, End: l.End}, Min: r.Min, Max: r.Max,
-			Match: matcher(q), FilterKey: q.String(), Prefer: had, Exclude: taken, Lease: l.ID, Rotate: rotate,
-		})
+		chosen, err := t.Plan(v, l, r, had, taken, rotate)
 		if err != nil {
 			return nil, err
 		}
 		if r.Status == climate.ReservationActive {
-			if lost := missing(had, hosts); len(lost) > 0 {
+			if lost := missing(had, chosen); len(lost) > 0 {
 				return nil, climate.Errorf(climate.CodeConflict,
-					"Not enough hosts available: reservation %s is active and would lose host(s) %s; an active reservation keeps its hosts",
+					"Not enough resources available: reservation %s is active and would lose %s; an active reservation keeps what it holds",
 					r.ID, strings.Join(lost, ", "))
 			}
 		}
-		r.Allocations = allocationsFor(l, r, hosts)
-		for _, h := range hosts {
-			taken[h] = true
+		r.Allocations = allocationsFor(l, r, chosen)
+		for _, id := range chosen {
+			taken[id] = true
 		}
-		all = append(all, hosts...)
+		all = append(all, chosen...)
 	}
 	return all, nil
 }
@@ -489,22 +401,11 @@ func (m *Manager) UpdateLease(ctx context.Context, who climate.Identity, id stri
 		if rr.ResourceType != "" && rr.ResourceType != r.ResourceType {
 			return nil, climate.Errorf(climate.CodeConflict, "resource_type cannot be updated")
 		}
-		if rr.BeforeEnd != nil {
-			return nil, invalid("Malformed parameter before_end: it cannot be updated")
+		t, err := m.cfg.Types.Get(r.ResourceType)
+		if err != nil {
+			return nil, err
 		}
-		if rr.Min != nil {
-			r.Min = *rr.Min
-		}
-		if rr.Max != nil {
-			r.Max = *rr.Max
-		}
-		if rr.HypervisorProperties != nil {
-			r.HypervisorProperties = *rr.HypervisorProperties
-		}
-		if rr.ResourceProperties != nil {
-			r.ResourceProperties = *rr.ResourceProperties
-		}
-		if err := validateHostReservation(r); err != nil {
+		if err := t.Update(r, rr); err != nil {
 			return nil, err
 		}
 		r.UpdatedAt = now

@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"climate"
+	"climate/resource"
+	"climate/resource/floatingip"
+	"climate/resource/host"
 )
 
 // Manager runs lease and inventory use-cases against a store.
@@ -21,7 +24,7 @@ type Manager struct {
 	// mu guards avail: planners hold it for reading while they plan, commits hold it for
 	// writing while they apply their change to the index.
 	mu    sync.RWMutex
-	avail *availability
+	avail *resource.View
 	// commitMu orders this manager's commits with their index updates and with refreshes.
 	commitMu sync.Mutex
 	// rebuilds and catchUps count how the view was refreshed (for tests and benchmarks).
@@ -43,6 +46,8 @@ type Config struct {
 	// Notified, when set, is called after a commit that wrote notifications to the outbox,
 	// so the delivery worker sends them at once.
 	Notified func()
+	// Types are the resource types leases may reserve; nil means every built-in one.
+	Types resource.Types
 }
 
 // DefaultBeforeEnd is Blazar's default minutes_before_end_lease.
@@ -53,6 +58,9 @@ const commitAttempts = 8
 
 // New returns a manager.
 func New(store climate.Store, clock climate.Clock, cfg Config) *Manager {
+	if cfg.Types == nil {
+		cfg.Types = resource.Types{host.Type{}, floatingip.Type{}}
+	}
 	return &Manager{store: store, clock: clock, cfg: cfg}
 }
 

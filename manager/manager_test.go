@@ -251,7 +251,7 @@ func TestUpdateLeaseRules(t *testing.T) {
 	}
 	create(t, m, bob, 9*time.Hour, 10*time.Hour, hostReq(1, 1, `["==", "$id", "`+hosts[0]+`"]`))
 	_, err = m.UpdateLease(ctx, alice, l.ID, climate.LeaseUpdate{End: at(10 * time.Hour)})
-	wantCode(t, err, climate.CodeConflict, "is active and would lose host(s) "+hosts[0])
+	wantCode(t, err, climate.CodeConflict, "is active and would lose "+hosts[0])
 }
 
 // startLease marks a lease started as the engine would (the engine's own tests cover the

@@ -8,6 +8,7 @@ import (
 
 	"climate"
 	"climate/clock"
+	"climate/resource"
 	"climate/sqlite"
 	"climate/workload"
 )
@@ -62,7 +63,7 @@ func BenchmarkReplicaCatchUp(b *testing.B) {
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			replica := New(tc.store, clk, Config{})
-			noop := func(*availability) error { return nil }
+			noop := func(*resource.View) error { return nil }
 			if err := replica.view(ctx, noop); err != nil {
 				b.Fatal(err)
 			}

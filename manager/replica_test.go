@@ -13,6 +13,7 @@ import (
 	"climate"
 	"climate/clock"
 	"climate/plan"
+	"climate/resource"
 	"climate/sqlite"
 )
 
@@ -88,20 +89,20 @@ func checkReplica(t *testing.T, name string, m *Manager, st climate.Store, hosts
 	ctx := context.Background()
 	rev, allocs := storeState(t, st)
 	m.mu.RLock()
-	behind := m.avail != nil && m.avail.index.AllocationRevision != rev // nil: the first build
+	behind := m.avail != nil && m.avail.Index.AllocationRevision != rev // nil: the first build
 	m.mu.RUnlock()
 	catchUps := m.catchUps.Load()
-	err := m.view(ctx, func(a *availability) error {
-		if a.index.AllocationRevision != rev {
-			t.Errorf("%s: view at allocation revision %d, store at %d", name, a.index.AllocationRevision, rev)
+	err := m.view(ctx, func(a *resource.View) error {
+		if a.Index.AllocationRevision != rev {
+			t.Errorf("%s: view at allocation revision %d, store at %d", name, a.Index.AllocationRevision, rev)
 		}
-		if got := a.index.Allocations(); got != len(allocs) {
+		if got := a.Index.Allocations(); got != len(allocs) {
 			t.Errorf("%s: view holds %d intervals, store %d allocations", name, got, len(allocs))
 		}
 		for start := range 48 {
 			for _, hours := range []int{1, 3, 8} {
 				s, e := replicaT0.Add(time.Duration(start)*time.Hour), replicaT0.Add(time.Duration(start+hours)*time.Hour)
-				got, _, err := a.index.PlaceHosts(plan.HostRequest{Window: plan.Window{Start: s, End: e}, Max: len(hosts)})
+				got, _, err := a.Index.PlaceHosts(plan.HostRequest{Window: plan.Window{Start: s, End: e}, Max: len(hosts)})
 				if err != nil {
 					return err
 				}
@@ -185,7 +186,7 @@ func randomOp(t *testing.T, rng *rand.Rand, m *Manager, hosts int) {
 func revisionOf(m *Manager) int64 {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	return m.avail.index.AllocationRevision
+	return m.avail.Index.AllocationRevision
 }
 
 // TestReplicasCatchUp interleaves random writes of two managers. After each write, each
@@ -307,10 +308,10 @@ func TestReplicaRebuildsWhenItCannotCatchUp(t *testing.T) {
 	}
 	want := func(name string, m *Manager, rebuilds, catchUps int64) {
 		t.Helper()
-		err := m.view(ctx, func(av *availability) error {
+		err := m.view(ctx, func(av *resource.View) error {
 			rev, allocs := storeState(t, st)
-			if av.index.AllocationRevision != rev || av.index.Allocations() != len(allocs) {
-				t.Errorf("%s: view at revision %d with %d intervals; store at %d with %d", name, av.index.AllocationRevision, av.index.Allocations(), rev, len(allocs))
+			if av.Index.AllocationRevision != rev || av.Index.Allocations() != len(allocs) {
+				t.Errorf("%s: view at revision %d with %d intervals; store at %d with %d", name, av.Index.AllocationRevision, av.Index.Allocations(), rev, len(allocs))
 			}
 			return nil
 		})
@@ -341,8 +342,8 @@ func TestReplicaRebuildsWhenItCannotCatchUp(t *testing.T) {
 	}
 	want("log after a host change", replicas["log"], 2, 1)
 	checkFree := func(m *Manager) {
-		err := m.view(ctx, func(av *availability) error {
-			got, _, err := av.index.PlaceHosts(plan.HostRequest{Window: plan.Window{Start: replicaT0, End: replicaT0.Add(3 * time.Hour)}, Max: 10})
+		err := m.view(ctx, func(av *resource.View) error {
+			got, _, err := av.Index.PlaceHosts(plan.HostRequest{Window: plan.Window{Start: replicaT0, End: replicaT0.Add(3 * time.Hour)}, Max: 10})
 			if len(got) != len(hosts)+1 {
 				t.Errorf("free hosts %v, want the %d hosts registered", got, len(hosts)+1)
 			}

@@ -76,22 +76,46 @@ type Lease struct {
 
 // Reservation is one reservation of a lease.
 type Reservation struct {
-	ID                   string  `json:"id"`
-	LeaseID              string  `json:"lease_id"`
-	ResourceID           string  `json:"resource_id"`
-	ResourceType         string  `json:"resource_type"`
-	Status               string  `json:"status"`
-	MissingResources     bool    `json:"missing_resources"`
-	ResourcesChanged     bool    `json:"resources_changed"`
-	CreatedAt            string  `json:"created_at"`
-	UpdatedAt            *string `json:"updated_at"`
-	Min                  int     `json:"min"`
-	Max                  int     `json:"max"`
-	HypervisorProperties string  `json:"hypervisor_properties"`
-	ResourceProperties   string  `json:"resource_properties"`
-	BeforeEnd            string  `json:"before_end"`
+	ID               string  `json:"id"`
+	LeaseID          string  `json:"lease_id"`
+	ResourceID       string  `json:"resource_id"`
+	ResourceType     string  `json:"resource_type"`
+	Status           string  `json:"status"`
+	MissingResources bool    `json:"missing_resources"`
+	ResourcesChanged bool    `json:"resources_changed"`
+	CreatedAt        string  `json:"created_at"`
+	UpdatedAt        *string `json:"updated_at"`
+	// The fields of the reservation's type, as Blazar shows them (nil: another type's).
+	*HostFields
+	*FloatingIPFields
 	// Hosts is Climate's extension on dry runs: what would be allocated.
 	Hosts []string `json:"hosts,omitempty"`
+}
+
+// HostFields are a physical:host reservation's own keys.
+type HostFields struct {
+	Min                  int    `json:"min"`
+	Max                  int    `json:"max"`
+	HypervisorProperties string `json:"hypervisor_properties"`
+	ResourceProperties   string `json:"resource_properties"`
+	BeforeEnd            string `json:"before_end"`
+}
+
+// FloatingIPFields are a virtual:floatingip reservation's own keys.
+type FloatingIPFields struct {
+	NetworkID           string   `json:"network_id"`
+	Amount              int      `json:"amount"`
+	RequiredFloatingIPs []string `json:"required_floatingips"`
+}
+
+// reservationFields returns the keys r's type shows: a reservation of addresses has a
+// network, any other is one of hosts.
+func reservationFields(r *climate.Reservation) (*HostFields, *FloatingIPFields) {
+	if r.NetworkID != "" {
+		return nil, &FloatingIPFields{NetworkID: r.NetworkID, Amount: r.Amount, RequiredFloatingIPs: append([]string{}, r.RequiredFloatingIPs...)}
+	}
+	return &HostFields{Min: r.Min, Max: r.Max, HypervisorProperties: r.HypervisorProperties,
+		ResourceProperties: r.ResourceProperties, BeforeEnd: r.BeforeEnd}, nil
 }
 
 // Event is one of a lease's events.
@@ -324,12 +348,12 @@ func LeaseOf(l *climate.Lease) Lease {
 		Events:       make([]Event, 0, len(l.Events)),
 	}
 	for _, r := range l.Reservations {
+		host, fip := reservationFields(&r)
 		out.Reservations = append(out.Reservations, Reservation{
 			ID: r.ID, LeaseID: r.LeaseID, ResourceID: r.ID, ResourceType: r.ResourceType,
 			Status: string(r.Status), MissingResources: r.MissingResources, ResourcesChanged: r.ResourcesChanged,
 			CreatedAt: FormatCreated(r.CreatedAt), UpdatedAt: FormatUpdated(r.UpdatedAt),
-			Min: r.Min, Max: r.Max, HypervisorProperties: r.HypervisorProperties,
-			ResourceProperties: r.ResourceProperties, BeforeEnd: r.BeforeEnd,
+			HostFields: host, FloatingIPFields: fip,
 		})
 	}
 	for _, e := range l.Events {

@@ -164,6 +164,27 @@ check("floating IP create IPv6 with a subnet", fip6["floating_ip_address"] == "2
 listed = member.floatingip.list(sort_by="floating_ip_address")
 check("floating IP list (members read the inventory)", [f["floating_ip_address"] for f in listed] == ["172.24.4.101", "2001:db8::10"], listed)
 check("floating IP show", member.floatingip.get(fip["id"]) == fip, member.floatingip.get(fip["id"]))
+# Leases of floating IPs, as `openstack reservation lease create --reservation
+# resource_type=virtual:floatingip,network_id=ext-net,amount=1,required_floatingips=[...]`
+# sends them (ints as numbers, the list JSON-decoded).
+fres = {"resource_type": "virtual:floatingip", "network_id": "ext-net", "amount": 1, "required_floatingips": ["172.24.4.101"]}
+flease = member.lease.create("fip-lease", api_date(tomorrow), api_date(tomorrow + datetime.timedelta(hours=2)), [fres], [])
+fr = flease["reservations"][0]
+check("floating IP lease create", flease["status"] == "PENDING" and fr["resource_type"] == "virtual:floatingip"
+      and fr["network_id"] == "ext-net" and fr["amount"] == 1 and fr["required_floatingips"] == ["172.24.4.101"]
+      and "min" not in fr, flease)
+expect_error("the same address twice in a window", 409, "Not enough floating IPs available", member.lease.create,
+             "fip-again", api_date(tomorrow + datetime.timedelta(hours=1)), api_date(tomorrow + datetime.timedelta(hours=3)), [fres], [])
+expect_error("an address of another network", 400, "is not a registered floating IP of network other-net", member.lease.create,
+             "fip-other", api_date(tomorrow), api_date(tomorrow + datetime.timedelta(hours=1)),
+             [dict(fres, network_id="other-net")], [])
+expect_error("a malformed required address", 400, "is invalid form", member.lease.create,
+             "fip-bad", api_date(tomorrow), api_date(tomorrow + datetime.timedelta(hours=1)),
+             [dict(fres, required_floatingips=["172.24.4.300"])], [])
+expect_error("a reserved floating IP cannot be deleted", 409, "cannot be deleted", admin.floatingip.delete, fip["id"])
+grown = member.lease.update(flease["id"], reservations=[{"id": fr["id"], "amount": 2}])
+check("floating IP reservation amount update", grown["reservations"][0]["amount"] == 2, grown)
+member.lease.delete(flease["id"])
 expect_error("duplicate floating IP is a 409", 409, "already registered on network ext-net", admin.floatingip.create,
              "ext-net", "172.24.4.101")
 expect_error("malformed floating IP address", 400, "is not an IPv4 or IPv6 address", admin.floatingip.create, "ext-net", "300.1.1.1")

@@ -1,0 +1,145 @@
+// Package host is the physical:host resource type: whole compute hosts, chosen by count
+// (min to max) and property queries, each held by one reservation at a time.
+package host
+
+import (
+	"strings"
+
+	"climate"
+	"climate/plan"
+	"climate/query"
+	"climate/resource"
+)
+
+// Type implements resource.Type for physical:host.
+type Type struct{}
+
+var _ resource.Type = Type{}
+
+// Name implements resource.Type.
+func (Type) Name() string { return climate.ResourceTypeHost }
+
+// fields are the request keys of a host reservation.
+var fields = []string{"min", "max", "hypervisor_properties", "resource_properties", "before_end"}
+
+func invalid(format string, args ...any) error {
+	return climate.Errorf(climate.CodeInvalid, format, args...)
+}
+
+// New implements resource.Type with Blazar's rules: min and max required, 1 ≤ min ≤ max,
+// property queries that parse, before_end one of "", "default", "snapshot".
+func (t Type) New(rr climate.ReservationRequest) (climate.Reservation, error) {
+	if err := resource.Only(t, rr, fields...); err != nil {
+		return climate.Reservation{}, err
+	}
+	if rr.Min == nil {
+		return climate.Reservation{}, invalid("Missing parameter min")
+	}
+	if rr.Max == nil {
+		return climate.Reservation{}, invalid("Missing parameter max")
+	}
+	r := climate.Reservation{ResourceType: rr.ResourceType, Min: *rr.Min, Max: *rr.Max, BeforeEnd: "default"}
+	if rr.HypervisorProperties != nil {
+		r.HypervisorProperties = *rr.HypervisorProperties
+	}
+	if rr.ResourceProperties != nil {
+		r.ResourceProperties = *rr.ResourceProperties
+	}
+	if rr.BeforeEnd != nil {
+		r.BeforeEnd = *rr.BeforeEnd
+	}
+	return r, validate(&r)
+}
+
+// Update implements resource.Type: min, max and the queries may change, before_end not.
+func (t Type) Update(r *climate.Reservation, rr climate.ReservationRequest) error {
+	if err := resource.Only(t, rr, fields...); err != nil {
+		return err
+	}
+	if rr.BeforeEnd != nil {
+		return invalid("Malformed parameter before_end: it cannot be updated")
+	}
+	if rr.Min != nil {
+		r.Min = *rr.Min
+	}
+	if rr.Max != nil {
+		r.Max = *rr.Max
+	}
+	if rr.HypervisorProperties != nil {
+		r.HypervisorProperties = *rr.HypervisorProperties
+	}
+	if rr.ResourceProperties != nil {
+		r.ResourceProperties = *rr.ResourceProperties
+	}
+	return validate(r)
+}
+
+func validate(r *climate.Reservation) error {
+	if r.Min <= 0 || r.Max <= 0 {
+		return invalid("Malformed parameter min and max (must be greater than or equal to 1)")
+	}
+	if r.Max < r.Min {
+		return invalid("Invalid values for min/max of hosts. Max must be equal to or larger than min.")
+	}
+	switch r.BeforeEnd {
+	case "", "default", "snapshot":
+	default:
+		return invalid("Malformed parameter before_end: %q (expected \"\", \"default\" or \"snapshot\")", r.BeforeEnd)
+	}
+	for _, s := range []string{r.HypervisorProperties, r.ResourceProperties} {
+		if err := climate.CheckText("A property query", s, climate.MaxTextLength); err != nil {
+			return err
+		}
+		if _, err := query.Parse(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Plan implements resource.Type: best fit among the matching free hosts (plan.Index).
+func (Type) Plan(v *resource.View, l *climate.Lease, r *climate.Reservation, had []string, taken map[string]bool, rotate int) ([]string, error) {
+	q, err := Filter(r, v.Properties)
+	if err != nil {
+		return nil, err
+	}
+	hosts, _, err := v.Index.PlaceHosts(plan.HostRequest{
+		Window: plan.Window{Start: l.Start, End: l.End}, Min: r.Min, Max: r.Max,
+		Match: Matcher(q), FilterKey: q.String(), Prefer: had, Exclude: taken, Lease: l.ID, Rotate: rotate,
+	})
+	return hosts, err
+}
+
+// Filter parses a reservation's two property queries and checks every property name it
+// uses is known, so a typo is a 400 rather than a silent "no host matches".
+func Filter(r *climate.Reservation, known map[string]climate.ResourceProperty) (*query.Query, error) {
+	return Queries(known, [2]string{"hypervisor_properties", r.HypervisorProperties}, [2]string{"resource_properties", r.ResourceProperties})
+}
+
+// Queries parses named property queries ({name, query}) into one and checks their
+// property names.
+func Queries(known map[string]climate.ResourceProperty, queries ...[2]string) (*query.Query, error) {
+	var qs []*query.Query
+	for _, f := range queries {
+		q, err := query.Parse(f[1])
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range q.Properties() {
+			if _, ok := known[p]; !ok && !climate.IsHostColumn(p) {
+				return nil, invalid("Unknown property %q in %s: it is neither a host field (%s) nor a registered extra capability",
+					p, f[0], strings.Join(climate.HostColumns, ", "))
+			}
+		}
+		qs = append(qs, q)
+	}
+	return query.And(qs...), nil
+}
+
+// Matcher turns a query into the planner's filter (nil when it matches every host).
+func Matcher(q *query.Query) func(*climate.Host) bool {
+	if q.MatchAll() {
+		return nil
+	}
+	return func(h *climate.Host) bool { return q.Match(h.Property) }
+}

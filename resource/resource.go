@@ -1,0 +1,125 @@
+// Package resource is the seam between the manager and the kinds of capacity a lease can
+// reserve: each kind is a Type, in a package of its own (resource/host, …), and the
+// manager validates, plans and checks every reservation through its type, so adding a
+// kind is a new package, not a change everywhere.
+package resource
+
+import (
+	"slices"
+	"strings"
+
+	"climate"
+	"climate/plan"
+)
+
+// View is what planning reads: the availability index (every resource's busy intervals)
+// and the properties filters may name, as of one pair of store revisions.
+type View struct {
+	// Index holds the hosts; its revisions are the view's.
+	Index      *plan.Index
+	Properties map[string]climate.ResourceProperty
+	// FloatingIPs holds the floating IP addresses (plan.Index serves any resource that
+	// one reservation at a time holds), and Addresses finds one by network and address.
+	FloatingIPs *plan.Index
+	Addresses   map[[2]string]*climate.FloatingIP
+}
+
+// Apply records allocation changes in every index of the view (each ignores other
+// resources' ids).
+func (v *View) Apply(remove, add []climate.Allocation) {
+	v.Index.Apply(remove, add)
+	if v.FloatingIPs != nil {
+		v.FloatingIPs.Apply(remove, add)
+	}
+}
+
+// NewView builds a view from the inventory and the allocations that may still matter.
+func NewView(hosts []climate.Host, fips []climate.FloatingIP, props []climate.ResourceProperty, allocs []climate.Allocation) *View {
+	v := &View{Index: plan.NewIndex(hosts, allocs), Properties: make(map[string]climate.ResourceProperty, len(props)),
+		Addresses: make(map[[2]string]*climate.FloatingIP, len(fips))}
+	for _, p := range props {
+		v.Properties[p.Name] = p
+	}
+	// Addresses as the planner's resources: the address as the name, the network as a
+	// property the floating IP type filters on.
+	as := make([]climate.Host, len(fips))
+	for i := range fips {
+		f := &fips[i]
+		v.Addresses[[2]string{f.FloatingNetworkID, f.Address}] = f
+		as[i] = climate.Host{ID: f.ID, HypervisorHostname: f.Address, Reservable: f.Reservable, CreatedAt: f.CreatedAt,
+			Extra: map[string]string{NetworkProperty: f.FloatingNetworkID}}
+	}
+	v.FloatingIPs = plan.NewIndex(as, allocs)
+	return v
+}
+
+// NetworkProperty is the property holding an address's network in View.FloatingIPs.
+const NetworkProperty = "floating_network_id"
+
+// Type is one kind of reservable capacity.
+type Type interface {
+	// Name is the reservations' resource_type ("physical:host").
+	Name() string
+	// New validates the reservation of a create request and returns it; the manager sets
+	// its ids, status and times.
+	New(rr climate.ReservationRequest) (climate.Reservation, error)
+	// Update applies the fields an update request gives to r and validates the result.
+	Update(r *climate.Reservation, rr climate.ReservationRequest) error
+	// Plan chooses r's resources over l's window on v: those in had (r's before an update)
+	// first, none in taken (what the lease's earlier reservations chose). rotate, when not
+	// zero, makes it start its scan elsewhere (a retry after losing a race).
+	Plan(v *View, l *climate.Lease, r *climate.Reservation, had []string, taken map[string]bool, rotate int) ([]string, error)
+}
+
+// Types is the set of types a service offers, by name.
+type Types []Type
+
+// Get returns the type named name, or the 400 Blazar answers for one it does not support.
+func (ts Types) Get(name string) (Type, error) {
+	if name == "" {
+		return nil, climate.Errorf(climate.CodeInvalid, "Missing parameter resource_type")
+	}
+	for _, t := range ts {
+		if t.Name() == name {
+			return t, nil
+		}
+	}
+	return nil, climate.Errorf(climate.CodeInvalid, "The %s resource type is not supported (supported: %s)", name, strings.Join(ts.Names(), ", "))
+}
+
+// Names returns the types' names.
+func (ts Types) Names() []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = t.Name()
+	}
+	return out
+}
+
+// given lists the per-type fields a request gives, by their wire names.
+func given(rr climate.ReservationRequest) []string {
+	var out []string
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{
+		{"min", rr.Min != nil}, {"max", rr.Max != nil}, {"hypervisor_properties", rr.HypervisorProperties != nil},
+		{"resource_properties", rr.ResourceProperties != nil}, {"before_end", rr.BeforeEnd != nil},
+		{"network_id", rr.NetworkID != nil}, {"amount", rr.Amount != nil}, {"required_floatingips", rr.RequiredFloatingIPs != nil},
+	} {
+		if f.set {
+			out = append(out, f.name)
+		}
+	}
+	return out
+}
+
+// Only refuses a request that gives fields of another type than t (allowed are t's).
+func Only(t Type, rr climate.ReservationRequest, allowed ...string) error {
+	for _, f := range given(rr) {
+		if !slices.Contains(allowed, f) {
+			return climate.Errorf(climate.CodeInvalid, "Unknown parameter %q in a %s reservation (accepted: %s)", f, t.Name(), strings.Join(allowed, ", "))
+		}
+	}
+	return nil
+}
