@@ -29,6 +29,11 @@ func fipWith(patch string) string { return patchJSON(validFloatingIP, patch) }
 func leaseWith(patch string) string { return patchJSON(validLease, patch) }
 
 // resWith is validLease whose one reservation has patch's keys replaced.
+// fipResWith is a lease with one virtual:floatingip reservation on seed's network, patched.
+func fipResWith(patch string) string {
+	return patchJSON(validLease, `{"reservations": [`+patchJSON(`{"resource_type": "virtual:floatingip", "network_id": "ext-net", "amount": 1}`, patch)+`]}`)
+}
+
 func resWith(patch string) string {
 	return patchJSON(validLease, `{"reservations": [`+patchJSON(validRes, patch)+`]}`)
 }
@@ -211,6 +216,18 @@ func badCases() []badCase {
 		post("unknown reservation key", resWith(`{"amount": 1}`), 400, `Unknown parameter "amount"`),
 		post("reservation id on create", resWith(`{"id": "x"}`), 400, `Unknown parameter "id"`),
 		post("unsupported resource_type", resWith(`{"resource_type": "virtual:instance"}`), 400, "The virtual:instance resource type is not supported"),
+		post("floating IP reservation without network", fipResWith(`{"network_id": "<delete>"}`), 400, "Missing parameter network_id"),
+		post("floating IP reservation network number", fipResWith(`{"network_id": 7}`), 400, "Malformed parameter network_id"),
+		post("floating IP reservation without amount", fipResWith(`{"amount": "<delete>"}`), 400, "Missing parameter amount"),
+		post("floating IP reservation amount text", fipResWith(`{"amount": "two"}`), 400, "Malformed parameter amount"),
+		post("floating IP reservation amount 0", fipResWith(`{"amount": 0}`), 400, "Malformed parameter amount"),
+		post("floating IP reservation required not a list", fipResWith(`{"required_floatingips": 5}`), 400, "Malformed parameter required_floatingips"),
+		post("floating IP reservation malformed required", fipResWith(`{"required_floatingips": ["300.1.1.1"]}`), 400, `IP address "300.1.1.1" is invalid form.`),
+		post("floating IP reservation required of another network", fipResWith(`{"network_id": "other-net", "required_floatingips": ["172.24.4.101"]}`), 400, "is not a registered floating IP of network other-net"),
+		post("floating IP reservation more required than amount", fipResWith(`{"required_floatingips": ["172.24.4.101", "172.24.4.102"]}`), 400, "larger than amount"),
+		post("floating IP reservation with a host key", fipResWith(`{"min": 1}`), 400, `Unknown parameter "min" in a virtual:floatingip reservation`),
+		post("floating IP reservation beyond the inventory", fipResWith(`{"amount": 2}`), 409, "Not enough floating IPs available"),
+		post("host reservation with a floating IP key", resWith(`{"network_id": "ext-net"}`), 400, `Unknown parameter "network_id" in a physical:host reservation`),
 		post("min greater than max", resWith(`{"min": 2, "max": 1}`), 400, "Max must be equal to or larger than min"),
 		post("min 0", resWith(`{"min": 0}`), 400, "must be greater than or equal to 1"),
 		post("min and max 0", resWith(`{"min": 0, "max": 0}`), 400, "must be greater than or equal to 1"),
