@@ -86,6 +86,7 @@ type auditLease struct {
 	id, name, reservation string
 	start, end            time.Time
 	hosts                 int
+	ips                   int // floating IPs of its virtual:floatingip reservation (0: none)
 	deleted               bool
 }
 
@@ -128,6 +129,11 @@ func TestReplicasConcurrencyAudit(t *testing.T) {
 		c := &auditClient{http: hc, base: replicas[i%nReplicas].url}
 		if status, body, err := c.do(ctx, "POST", "/v1/os-hosts", map[string]any{"name": fmt.Sprintf("audit-h%d", i)}); err != nil || status != 201 {
 			t.Fatalf("create host: %d %v %v", status, body, err)
+		}
+		// As many floating IPs, which a third of the leases also reserve.
+		if status, body, err := c.do(ctx, "POST", "/v1/floatingips", map[string]any{"floating_network_id": "audit-net",
+			"floating_ip_address": fmt.Sprintf("172.24.4.%d", 10+i)}); err != nil || status != 201 {
+			t.Fatalf("create floating IP: %d %v %v", status, body, err)
 		}
 	}
 
@@ -172,10 +178,16 @@ func TestReplicasConcurrencyAudit(t *testing.T) {
 					start := base.Add(time.Duration(rng.IntN(144)) * slot)
 					end := start.Add(time.Duration(3+rng.IntN(22)) * slot)
 					hosts := 1 + rng.IntN(3)
+					reservations := []map[string]any{{"resource_type": "physical:host", "min": hosts, "max": hosts,
+						"hypervisor_properties": "", "resource_properties": ""}}
+					ips := 0
+					if rng.IntN(3) == 0 {
+						ips = 1 + rng.IntN(2)
+						reservations = append(reservations, map[string]any{"resource_type": "virtual:floatingip", "network_id": "audit-net", "amount": ips})
+					}
 					status, body, err := c.do(ctx, "POST", "/v1/leases", map[string]any{
 						"name": name, "start_date": start.Format(auditDate), "end_date": end.Format(auditDate),
-						"reservations": []map[string]any{{"resource_type": "physical:host", "min": hosts, "max": hosts,
-							"hypervisor_properties": "", "resource_properties": ""}},
+						"reservations": reservations,
 					})
 					if !record("create", status, body, err) {
 						return
@@ -187,7 +199,7 @@ func TestReplicasConcurrencyAudit(t *testing.T) {
 						continue
 					}
 					l := body["lease"].(map[string]any)
-					rec := &auditLease{id: l["id"].(string), name: name, start: start, end: end, hosts: hosts,
+					rec := &auditLease{id: l["id"].(string), name: name, start: start, end: end, hosts: hosts, ips: ips,
 						reservation: l["reservations"].([]any)[0].(map[string]any)["id"].(string)}
 					mine = append(mine, rec)
 					mu.Lock()
@@ -311,16 +323,17 @@ func TestReplicasConcurrencyAudit(t *testing.T) {
 	}
 
 	type dbLease struct {
-		name                     string
-		start, end               time.Time
-		allocs, offDates, maxCnt int
+		name                             string
+		start, end                       time.Time
+		allocs, offDates, maxCnt, amount int
 	}
 	inDB := map[string]dbLease{}
 	names := map[string]bool{}
 	rows, err = conn.Query(ctx, `SELECT l.id, l.name, l.start_at, l.end_at,
 		  (SELECT count(*) FROM allocations a WHERE a.lease_id = l.id),
 		  (SELECT count(*) FROM allocations a WHERE a.lease_id = l.id AND (a.start_at <> l.start_at OR a.end_at <> l.end_at)),
-		  (SELECT coalesce(max(max_count), 0) FROM reservations r WHERE r.lease_id = l.id)
+		  (SELECT coalesce(max(max_count), 0) FROM reservations r WHERE r.lease_id = l.id),
+		  (SELECT coalesce(max(amount), 0) FROM reservations r WHERE r.lease_id = l.id)
 		FROM leases l`)
 	if err != nil {
 		t.Fatal(err)
@@ -328,7 +341,7 @@ func TestReplicasConcurrencyAudit(t *testing.T) {
 	for rows.Next() {
 		var id string
 		var d dbLease
-		if err := rows.Scan(&id, &d.name, &d.start, &d.end, &d.allocs, &d.offDates, &d.maxCnt); err != nil {
+		if err := rows.Scan(&id, &d.name, &d.start, &d.end, &d.allocs, &d.offDates, &d.maxCnt, &d.amount); err != nil {
 			t.Fatal(err)
 		}
 		inDB[id] = d
@@ -350,9 +363,9 @@ func TestReplicasConcurrencyAudit(t *testing.T) {
 		case !d.start.Equal(l.start) || !d.end.Equal(l.end):
 			t.Errorf("lease %s (%s): [%s, %s) in the database, [%s, %s) after its last accepted update", l.id, l.name,
 				d.start.UTC(), d.end.UTC(), l.start, l.end)
-		case d.allocs != l.hosts || d.maxCnt != l.hosts || d.offDates != 0:
-			t.Errorf("lease %s (%s): %d allocations (%d with other dates), reservation max %d; %d hosts after its last accepted update",
-				l.id, l.name, d.allocs, d.offDates, d.maxCnt, l.hosts)
+		case d.allocs != l.hosts+l.ips || d.maxCnt != l.hosts || d.amount != l.ips || d.offDates != 0:
+			t.Errorf("lease %s (%s): %d allocations (%d with other dates), reservation max %d, amount %d; %d hosts and %d floating IPs after its last accepted update",
+				l.id, l.name, d.allocs, d.offDates, d.maxCnt, d.amount, l.hosts, l.ips)
 		default:
 			delete(inDB, l.id)
 			continue
