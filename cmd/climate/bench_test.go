@@ -16,13 +16,14 @@ import (
 
 // BenchmarkCreateLeaseHTTP measures lease creation through a running server's HTTP API on
 // the blazar-90d book (shared/bench/WORKLOAD.md) at H=1,000/R=10,000 and H=5,000/R=50,000:
-// each request asks for 10 hosts over the workload's next request window. Run with
+// each request asks for 10 hosts (floatingip: 10 of 1,000 floating IPs, beside the book)
+// over the workload's next request window. Run with
 // -benchtime=200x.
 func BenchmarkCreateLeaseHTTP(b *testing.B) {
 	for _, run := range []struct {
 		kind string
 		h, r int
-	}{{"plain", 1000, 10000}, {"filtered", 1000, 10000}, {"plain", 5000, 50000}, {"filtered", 5000, 50000}} {
+	}{{"plain", 1000, 10000}, {"filtered", 1000, 10000}, {"floatingip", 1000, 10000}, {"plain", 5000, 50000}, {"filtered", 5000, 50000}} {
 		kind := run.kind
 		b.Run(fmt.Sprintf("H=%d/%s", run.h, kind), func(b *testing.B) {
 			dir := b.TempDir()
@@ -39,14 +40,26 @@ func BenchmarkCreateLeaseHTTP(b *testing.B) {
 			if kind == "filtered" {
 				props = fmt.Sprintf(`"hypervisor_properties": %q, "resource_properties": %q`, workload.FilteredHypervisorProperties, workload.FilteredResourceProperties)
 			}
+			res := `"resource_type": "physical:host", "min": 10, "max": 10, ` + props
+			if kind == "floatingip" { // 10 of 1,000 addresses instead of 10 hosts
+				for i := range 1000 {
+					body := fmt.Sprintf(`{"floating_network_id": "ext", "floating_ip_address": "10.0.%d.%d"}`, i/256, i%256)
+					resp, err := http.Post(s+"/v1/floatingips", "application/json", strings.NewReader(body))
+					if err != nil || resp.StatusCode != 201 {
+						b.Fatalf("floating IP: %v %v", resp, err)
+					}
+					resp.Body.Close()
+				}
+				res = `"resource_type": "virtual:floatingip", "network_id": "ext", "amount": 10`
+			}
 			windows := workload.Windows(b.N)
 			latencies := make([]time.Duration, 0, b.N)
 			created, full := 0, 0
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				w := windows[i]
-				body := fmt.Sprintf(`{"name": "bench-%d", "start_date": %q, "end_date": %q, "reservations": [{"resource_type": "physical:host", "min": 10, "max": 10, %s}]}`,
-					i, w.Start.Format("2006-01-02 15:04"), w.End.Format("2006-01-02 15:04"), props)
+				body := fmt.Sprintf(`{"name": "bench-%d", "start_date": %q, "end_date": %q, "reservations": [{%s}]}`,
+					i, w.Start.Format("2006-01-02 15:04"), w.End.Format("2006-01-02 15:04"), res)
 				t0 := time.Now()
 				resp, err := http.Post(s+"/v1/leases", "application/json", strings.NewReader(body))
 				if err != nil {
