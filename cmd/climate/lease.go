@@ -121,7 +121,10 @@ Climate books the first window in which the reservations fit (before --deadline,
     --reservation resource_type=physical:host,min=4,max=4 --wait
 
   # See what would be booked, without booking
-  climate lease create try --reservation resource_type=physical:host,min=1,max=1 --dry-run`,
+  climate lease create try --reservation resource_type=physical:host,min=1,max=1 --dry-run
+  # two floating IPs of network ext-net (one of them a given address), beside a host
+  climate lease create web --end-date +1d --reservation resource_type=physical:host,min=1,max=1 \
+    --reservation 'resource_type=virtual:floatingip,network_id=ext-net,amount=2,required_floatingips=["172.24.4.101"]'`,
 		Args: exactArgs(1, "NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := o.client(cmd)
