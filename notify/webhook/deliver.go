@@ -142,8 +142,10 @@ type destination struct {
 	s           *Sender
 	giveUpAfter time.Duration
 
-	mu   sync.Mutex
-	code map[string]int // the last answer's status per notification id, for Record
+	// The last answer, for Record: the worker delivers one notification at a time.
+	mu       sync.Mutex
+	lastID   string
+	lastCode int
 }
 
 func (d *destination) Name() string                         { return d.w.Destination() }
@@ -157,11 +159,7 @@ func (d *destination) Deliver(ctx context.Context, n *climate.Notification) erro
 	}
 	code, err := d.s.Send(ctx, &d.w, n.ID, n.EventType, body)
 	d.mu.Lock()
-	if d.code == nil {
-		d.code = map[string]int{}
-	}
-	clear(d.code) // one notification at a time: keep only this one's
-	d.code[n.ID] = code
+	d.lastID, d.lastCode = n.ID, code
 	d.mu.Unlock()
 	return err
 }
@@ -170,8 +168,11 @@ func (d *destination) Deliver(ctx context.Context, n *climate.Notification) erro
 // given up on, disables the webhook with the reason: it has failed for giveUpAfter.
 func (d *destination) Record(ctx context.Context, tx climate.Tx, a notify.Attempt) error {
 	n := &a.Notification
+	code := 0
 	d.mu.Lock()
-	code := d.code[n.ID]
+	if d.lastID == n.ID {
+		code = d.lastCode
+	}
 	d.mu.Unlock()
 	rec := climate.WebhookDelivery{WebhookID: d.w.ID, NotificationID: n.ID, Seq: n.Seq, EventType: n.EventType,
 		LeaseID: n.LeaseID, Status: climate.DeliveryDelivered, Attempts: a.Number, ResponseCode: code,
