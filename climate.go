@@ -4,6 +4,7 @@
 package climate
 
 import (
+	"fmt"
 	"strconv"
 	"time"
 )
@@ -28,6 +29,46 @@ type Lease struct {
 	UpdatedAt    time.Time // zero when never updated
 	Reservations []Reservation
 	Events       []Event
+	// Type is the lease's type (Climate's extension; "" behaves as Blazar's leases do).
+	// RetryUntil is when a waiting retry or best-effort lease gives up; Priority orders
+	// waiting leases (higher first, then first come, first served).
+	Type       LeaseType
+	RetryUntil time.Time
+	Priority   int
+}
+
+// LeaseType is how a lease treats a shortage of capacity (Climate's founding lease types).
+type LeaseType string
+
+// Lease types. Immediate starts now or not at all; Scheduled is accepted only for a
+// window where it fits (Blazar's leases); Retry waits (WAITING) until capacity frees and
+// starts as soon as it fits, or fails at its RetryUntil; BestEffort hunts the same way
+// (IN_PROGRESS) and times out (TIMEDOUT).
+const (
+	LeaseImmediate  LeaseType = "immediate"
+	LeaseRetry      LeaseType = "retry"
+	LeaseBestEffort LeaseType = "best_effort"
+	LeaseScheduled  LeaseType = "scheduled"
+)
+
+// Waits reports whether a lease of type t that does not fit is kept waiting.
+func (t LeaseType) Waits() bool { return t == LeaseRetry || t == LeaseBestEffort }
+
+// WaitingStatus is the status of a lease of type t while it waits for capacity, and
+// GaveUpStatus the one it ends in when it never fits.
+func (t LeaseType) WaitingStatus() LeaseStatus {
+	if t == LeaseBestEffort {
+		return LeaseInProgress
+	}
+	return LeaseWaiting
+}
+
+// GaveUpStatus is the end status of a lease of type t that never fitted.
+func (t LeaseType) GaveUpStatus() LeaseStatus {
+	if t == LeaseBestEffort {
+		return LeaseTimedOut
+	}
+	return LeaseFailed
 }
 
 // Event returns the lease's first event of type t, or nil.
@@ -58,11 +99,20 @@ type Reservation struct {
 	NetworkID           string
 	Amount              int
 	RequiredFloatingIPs []string
-	MissingResources    bool
-	ResourcesChanged    bool
-	CreatedAt           time.Time
-	UpdatedAt           time.Time
-	Allocations         []Allocation
+	// Size and Affinity describe an instance reservation (virtual:instance,
+	// flavor:instance): Amount slots of Size each; Affinity true puts them all on one host,
+	// false on distinct hosts, nil anywhere (packing). ServerGroupID names the group that
+	// enforces the affinity (Climate's id in standalone mode, Nova's once a driver makes
+	// it); empty without affinity. A flavor:instance reservation keeps its source flavor,
+	// extra specs included, as JSON in ResourceProperties, as Blazar does.
+	Size             Size
+	Affinity         *bool
+	ServerGroupID    string
+	MissingResources bool
+	ResourcesChanged bool
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+	Allocations      []Allocation
 }
 
 // Allocation books one resource for one reservation over its lease's window.
@@ -73,10 +123,56 @@ type Allocation struct {
 	LeaseID       string
 	ResourceID    string
 	Start, End    time.Time
+	// Slots is, for an allocation that shares its resource with others (instance slots
+	// on a host), how many slots of Size it holds there; 0 for one that holds the whole
+	// resource. Stored on the allocation so capacity checks need no join.
+	Slots int
+	Size  Size
 }
+
+// Size is how much of a host one instance slot takes.
+type Size struct {
+	VCPUs, MemoryMB, DiskGB int
+}
+
+// Times returns s scaled by n (n slots of size s).
+func (s Size) Times(n int) Size { return Size{s.VCPUs * n, s.MemoryMB * n, s.DiskGB * n} }
+
+// Plus returns the sum of s and o.
+func (s Size) Plus(o Size) Size {
+	return Size{s.VCPUs + o.VCPUs, s.MemoryMB + o.MemoryMB, s.DiskGB + o.DiskGB}
+}
+
+// Within reports whether s fits in capacity c on every dimension.
+func (s Size) Within(c Size) bool {
+	return s.VCPUs <= c.VCPUs && s.MemoryMB <= c.MemoryMB && s.DiskGB <= c.DiskGB
+}
+
+// Shared reports whether the allocation holds slots of its resource rather than all of it.
+func (a *Allocation) Shared() bool { return a.Slots > 0 }
+
+// Capacity is what a host offers instance slots: its vcpus, memory and local disk (raw,
+// as Blazar counts them, without allocation ratios).
+func (h *Host) Capacity() Size { return Size{h.VCPUs, h.MemoryMB, h.LocalGB} }
 
 // Overlaps reports whether the half-open windows [s1, e1) and [s2, e2) intersect.
 func Overlaps(s1, e1, s2, e2 time.Time) bool { return s1.Before(e2) && s2.Before(e1) }
+
+// Later returns the later of two times.
+func Later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// Earlier returns the earlier of two times.
+func Earlier(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
 
 // Event is something due at a time for a lease.
 type Event struct {
@@ -102,6 +198,9 @@ const (
 	EventBeforeEndLease EventType = "before_end_lease"
 	// EventBeforeStartLease is a heads-up before a lease starts (Climate's extension).
 	EventBeforeStartLease EventType = "before_start_lease"
+	// EventRetryDeadline ends a waiting retry or best-effort lease that never fitted
+	// (Climate's extension).
+	EventRetryDeadline EventType = "retry_deadline"
 )
 
 // EventStatus is an event's progress.
@@ -205,7 +304,22 @@ type Identity struct {
 	UserID    string
 	ProjectID string
 	Roles     []string
+	// Names and domains, as Keystone tells them (--auth keystone); empty otherwise.
+	UserName, ProjectName         string
+	UserDomainID, ProjectDomainID string
+	// Token is the caller's Keystone token (--auth keystone), kept only in memory to
+	// delegate the caller's roles to Climate (a trust); never stored or logged.
+	Token string
 }
+
+// String describes the identity without its token, so that no log or message can leak
+// it through %v.
+func (id Identity) String() string {
+	return fmt.Sprintf("user %s, project %s, roles %v", id.UserID, id.ProjectID, id.Roles)
+}
+
+// GoString is String, for %#v.
+func (id Identity) GoString() string { return id.String() }
 
 // IsAdmin reports whether the identity holds the admin role.
 func (id Identity) IsAdmin() bool {

@@ -17,6 +17,7 @@ const (
 	CodeConflict     Code = "conflict"     // state or capacity conflict: 409
 	CodeTooLarge     Code = "too_large"    // request body too large: 413
 	CodeInternal     Code = "internal"     // our fault: 500, details only in the log
+	CodeUnavailable  Code = "unavailable"  // a service Climate needs cannot answer: 503
 )
 
 // Error is an error with a code and a message fit to show a user.

@@ -39,8 +39,8 @@ func NotifyEvent(t EventType) string { return "lease.event." + string(t) }
 
 // NotificationTypes returns every notification type, the names filters may use.
 func NotificationTypes() []string {
-	out := []string{NotifyLeaseCreate, NotifyLeaseUpdate, NotifyLeaseDelete}
-	for _, t := range []EventType{EventStartLease, EventEndLease, EventBeforeEndLease, EventBeforeStartLease} {
+	out := []string{NotifyLeaseCreate, NotifyLeaseUpdate, NotifyLeaseDelete, NotifyLeaseDegraded, NotifyLeaseHealed}
+	for _, t := range []EventType{EventStartLease, EventEndLease, EventBeforeEndLease, EventBeforeStartLease, EventRetryDeadline} {
 		out = append(out, NotifyEvent(t))
 	}
 	return out

@@ -68,6 +68,11 @@ type LeaseRequest struct {
 	Deadline time.Time
 	// DryRun plans the lease and returns it without writing anything.
 	DryRun bool
+	// Type, RetryUntil and Priority are Climate's lease types (Lease.Type); zero values
+	// behave as Blazar's leases.
+	Type       LeaseType
+	RetryUntil time.Time
+	Priority   int
 }
 
 // SlotQuery asks for the earliest windows of Duration, starting at or after After and
@@ -79,12 +84,18 @@ type SlotQuery struct {
 	HypervisorProperties string
 	ResourceProperties   string
 	Limit                int // how many windows; zero means 3
+	// Reservations are further reservations the window must fit (instance slots,
+	// floating IPs), beside Count hosts (which may then be 0).
+	Reservations []ReservationRequest
 }
 
 // Slot is a window in which enough hosts are free.
 type Slot struct {
 	Start, End time.Time
-	Free       int // matching hosts free for the whole window
+	Free       int // matching hosts free for the whole window (a search of hosts only)
+	// In a timeline that asked for them: the instance slots of the asked size and the
+	// floating IPs of the asked network free for the whole bucket.
+	FreeSlots, FreeFloatingIPs *int
 }
 
 // TimelineQuery asks how many matching hosts are free in each Step of [From, To).
@@ -93,6 +104,10 @@ type TimelineQuery struct {
 	Step                 time.Duration
 	HypervisorProperties string
 	ResourceProperties   string
+	// SlotSize, when set, also counts instance slots of that size on the matching hosts;
+	// NetworkID, when set, the floating IPs of that network.
+	SlotSize  *Size
+	NetworkID string
 }
 
 // Timeline is the answer to a TimelineQuery.
@@ -114,7 +129,16 @@ type ReservationRequest struct {
 	NetworkID           *string
 	Amount              *int
 	RequiredFloatingIPs *[]string
+	// Instance reservations' fields (virtual:instance; flavor:instance gives FlavorID).
+	// Affinity is set when the key was given; its value is nil for null/"None".
+	VCPUs, MemoryMB, DiskGB *int
+	Affinity                *Affinity
+	FlavorID                *string
 }
+
+// Affinity is an instance reservation's affinity as a request gave it: Value true (one
+// host), false (distinct hosts) or nil (none).
+type Affinity struct{ Value *bool }
 
 // LeaseUpdate is a request to change a lease; unset fields keep their value.
 type LeaseUpdate struct {
@@ -135,6 +159,9 @@ type HostAllocation struct {
 type AllocatedReservation struct {
 	ID, LeaseID string
 	Start, End  time.Time
+	// Slots is how many instance slots the reservation holds on the host; 0 when it
+	// holds the whole host.
+	Slots int
 }
 
 // AllocationQuery selects and pages host allocations. Without LeaseID, ReservationID or
@@ -160,4 +187,31 @@ type LeaseQuery struct {
 type PropertyInfo struct {
 	ResourceProperty
 	Values []string // distinct values across hosts, sorted
+}
+
+// Trusts delegates a lease owner's roles to Climate for the lease's actions (Keystone
+// trusts, with --auth keystone), as Blazar does.
+type Trusts interface {
+	// Create makes a trust from who (with who's token) to Climate's service user, on
+	// who's project with who's roles, impersonating who; it returns the trust's id.
+	Create(ctx context.Context, who Identity) (string, error)
+	// Delete deletes a trust; one already gone is not an error.
+	Delete(ctx context.Context, id string) error
+	// Token returns a token that acts as the trust's trustor; an error when the trust is
+	// gone or unusable.
+	Token(ctx context.Context, id string) (string, error)
+}
+
+type trustTokenKey struct{}
+
+// WithTrustToken returns ctx carrying a token from a lease's trust, for the lease's
+// actions (drivers, hooks) to act as its owner.
+func WithTrustToken(ctx context.Context, token string) context.Context {
+	return context.WithValue(ctx, trustTokenKey{}, token)
+}
+
+// TrustToken returns the trust token ctx carries, or "".
+func TrustToken(ctx context.Context) string {
+	t, _ := ctx.Value(trustTokenKey{}).(string)
+	return t
 }

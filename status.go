@@ -14,11 +14,17 @@ const (
 	LeaseUpdating    LeaseStatus = "UPDATING"
 	LeaseTerminating LeaseStatus = "TERMINATING"
 	LeaseDeleting    LeaseStatus = "DELETING"
+	// Climate's lease types: a retry lease waits in WAITING and ends FAILED if it never
+	// fits; a best-effort one hunts in IN_PROGRESS and ends TIMEDOUT.
+	LeaseWaiting    LeaseStatus = "WAITING"
+	LeaseInProgress LeaseStatus = "IN_PROGRESS"
+	LeaseFailed     LeaseStatus = "FAILED"
+	LeaseTimedOut   LeaseStatus = "TIMEDOUT"
 )
 
 // LeaseStatuses lists every lease status.
 var LeaseStatuses = []LeaseStatus{LeasePending, LeaseActive, LeaseTerminated, LeaseError, LeaseCreating,
-	LeaseStarting, LeaseUpdating, LeaseTerminating, LeaseDeleting}
+	LeaseStarting, LeaseUpdating, LeaseTerminating, LeaseDeleting, LeaseWaiting, LeaseInProgress, LeaseFailed, LeaseTimedOut}
 
 // nextLeaseStatuses is Blazar's NEXT_STATUSES table.
 var nextLeaseStatuses = map[LeaseStatus][]LeaseStatus{
@@ -31,6 +37,10 @@ var nextLeaseStatuses = map[LeaseStatus][]LeaseStatus{
 	LeaseUpdating:    {LeasePending, LeaseActive, LeaseTerminated, LeaseError, LeaseDeleting},
 	LeaseTerminating: {LeaseTerminated, LeaseError, LeaseDeleting},
 	LeaseDeleting:    {LeaseError},
+	LeaseWaiting:     {LeasePending, LeaseFailed, LeaseDeleting},
+	LeaseInProgress:  {LeasePending, LeaseTimedOut, LeaseDeleting},
+	LeaseFailed:      {LeaseDeleting},
+	LeaseTimedOut:    {LeaseDeleting},
 }
 
 // CanTransition reports whether a lease may move from one status to another.
@@ -46,7 +56,7 @@ func (from LeaseStatus) CanTransition(to LeaseStatus) bool {
 // IsStable reports whether s is not a transitional status.
 func (s LeaseStatus) IsStable() bool {
 	switch s {
-	case LeasePending, LeaseActive, LeaseTerminated, LeaseError:
+	case LeasePending, LeaseActive, LeaseTerminated, LeaseError, LeaseWaiting, LeaseInProgress, LeaseFailed, LeaseTimedOut:
 		return true
 	}
 	return false

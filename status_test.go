@@ -1,6 +1,10 @@
 package climate
 
-import "testing"
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
 
 func TestLeaseTransitions(t *testing.T) {
 	allowed := []struct{ from, to LeaseStatus }{
@@ -67,5 +71,15 @@ func TestDeriveLeaseStatus(t *testing.T) {
 	}
 	if DeriveLeaseStatus(&Lease{}) != LeaseError {
 		t.Error("a lease without events is in error")
+	}
+}
+
+// An identity printed any way shows no token.
+func TestIdentityHidesItsToken(t *testing.T) {
+	id := Identity{UserID: "u", ProjectID: "p", Roles: []string{"member"}, Token: "gAAAAAsecret"}
+	for _, s := range []string{fmt.Sprint(id), fmt.Sprintf("%v %+v %#v %s", id, id, id, id), fmt.Sprintf("%v", &id)} {
+		if strings.Contains(s, "secret") || !strings.Contains(s, "user u, project p") {
+			t.Errorf("printed %q", s)
+		}
 	}
 }

@@ -87,6 +87,10 @@ type Tx interface {
 	WebhookStore
 	// The floating IP inventory.
 	FloatingIPStore
+	// The flavors flavor:instance reservations name.
+	FlavorStore
+	// Hosts' maintenance windows.
+	MaintenanceStore
 }
 
 // LeaseFilter selects leases. Zero fields match everything.

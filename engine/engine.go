@@ -266,6 +266,9 @@ func (e *Engine) handle(ctx context.Context, ev climate.Event) {
 		l, rep.Err = e.transition(ctx, ev, "", "", e.beforeEnd)
 	case climate.EventBeforeStartLease:
 		l, rep.Err = e.transition(ctx, ev, "", "", noAction) // a heads-up: its notification is the point
+	case climate.EventRetryDeadline:
+		// A waiting lease that never fitted gives up (one that fitted lost this event).
+		l, rep.Err = e.finish(ctx, ev, climate.ReservationDeleted, nil)
 	default:
 		l, rep.Err = e.finish(ctx, ev, "", fmt.Errorf("unknown event type %q", ev.Type))
 	}
@@ -427,8 +430,11 @@ func (e *Engine) finish(ctx context.Context, ev climate.Event, target climate.Re
 		if actionErr != nil {
 			evp.Status = climate.EventError
 		}
-		if ev.Type == climate.EventStartLease || ev.Type == climate.EventEndLease {
+		switch {
+		case ev.Type == climate.EventStartLease || ev.Type == climate.EventEndLease:
 			l.Status = climate.DeriveLeaseStatus(l)
+		case ev.Type == climate.EventRetryDeadline && l.Status == l.Type.WaitingStatus():
+			l.Status = l.Type.GaveUpStatus()
 		}
 		l.UpdatedAt = now
 		if err := tx.UpdateLease(ctx, l); err != nil {

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"climate"
+	"climate/resource/builtin"
 )
 
 // DefaultParallel is how many hosts of one lease run their hooks at once.
@@ -125,20 +126,18 @@ func (a *Actions) runHost(ctx context.Context, l *climate.Lease, ev climate.Even
 	return a.Runner.Run(ctx, *h, Vars{
 		Event: string(ev), LeaseID: l.ID, LeaseName: l.Name, ProjectID: l.ProjectID,
 		ReservationID: t.reservationID, HostID: t.host.ID, HostName: t.host.HypervisorHostname,
-		Start: l.Start, End: l.End,
+		Start: l.Start, End: l.End, Token: climate.TrustToken(ctx),
 	})
 }
 
-// targets lists the lease's hosts by id, each with its reservation. A host no longer
-// registered keeps its id as its name.
+// targets lists the hosts the lease holds whole by id, each with its reservation (each
+// resource type says which those are). A host no longer registered keeps its id as its
+// name.
 func (a *Actions) targets(ctx context.Context, l *climate.Lease) ([]target, error) {
 	byHost := map[string]string{}
-	for _, r := range l.Reservations {
-		if r.ResourceType != climate.ResourceTypeHost {
-			continue
-		}
-		for _, al := range r.Allocations {
-			byHost[al.ResourceID] = r.ID
+	for i := range l.Reservations {
+		for _, id := range builtin.Hosts(&l.Reservations[i]) {
+			byHost[id] = l.Reservations[i].ID
 		}
 	}
 	ids := make([]string, 0, len(byHost))

@@ -242,3 +242,22 @@ func TestFailureMessageIsBounded(t *testing.T) {
 }
 
 func jsonDecode(r *http.Request, v any) error { return json.NewDecoder(r.Body).Decode(v) }
+
+// Host hooks and preparation act on hosts a lease holds whole, never on hosts where it
+// holds instance slots beside other leases.
+func TestActionsSkipInstanceSlots(t *testing.T) {
+	w := newWorld(t, "n1")
+	ran := false
+	acts := &Actions{Store: w.store, Runner: noWait(1),
+		PrepareStart: func(context.Context, *climate.Lease, *climate.Host) error { ran = true; return nil }}
+	l := w.lease("whole", 1, t0, t0.Add(time.Hour))
+	slots := *w.get(l.ID)
+	slots.Reservations = []climate.Reservation{{ID: "r", ResourceType: "virtual:instance",
+		Allocations: []climate.Allocation{{ResourceID: slots.Reservations[0].Allocations[0].ResourceID, Slots: 2, Size: climate.Size{VCPUs: 1, MemoryMB: 512}}}}}
+	if err := acts.OnStart(context.Background(), &slots); err != nil || ran {
+		t.Fatalf("a lease of slots: OnStart %v, prepared a host: %v", err, ran)
+	}
+	if err := acts.OnStart(context.Background(), w.get(l.ID)); err != nil || !ran {
+		t.Fatalf("a lease of a whole host: OnStart %v, prepared: %v", err, ran)
+	}
+}

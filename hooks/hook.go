@@ -142,6 +142,9 @@ type Vars struct {
 	HostID        string
 	HostName      string
 	Start, End    time.Time
+	// Token, with --auth keystone, is a token from the lease's trust: it acts as the
+	// lease's owner (OS_AUTH_TOKEN for a command, X-Auth-Token for a URL); never logged.
+	Token string
 }
 
 // ActionID identifies a host's event: the same for every attempt and every re-run, for
@@ -154,9 +157,9 @@ func (v Vars) ActionID() string {
 // Env returns the variables a command sees: CLIMATE_EVENT, CLIMATE_LEASE_ID,
 // CLIMATE_LEASE_NAME, CLIMATE_PROJECT_ID, CLIMATE_RESERVATION_ID, CLIMATE_HOST_ID,
 // CLIMATE_HOST_NAME, CLIMATE_START, CLIMATE_END (RFC 3339, UTC; empty when not about a
-// lease) and CLIMATE_ACTION_ID.
+// lease) and CLIMATE_ACTION_ID; and OS_AUTH_TOKEN when the lease has a trust token.
 func (v Vars) Env() []string {
-	return []string{
+	env := []string{
 		"CLIMATE_EVENT=" + v.Event,
 		"CLIMATE_LEASE_ID=" + v.LeaseID,
 		"CLIMATE_LEASE_NAME=" + v.LeaseName,
@@ -168,6 +171,10 @@ func (v Vars) Env() []string {
 		"CLIMATE_END=" + formatTime(v.End),
 		"CLIMATE_ACTION_ID=" + v.ActionID(),
 	}
+	if v.Token != "" {
+		env = append(env, "OS_AUTH_TOKEN="+v.Token)
+	}
+	return env
 }
 
 // payload is a webhook's JSON body: the same facts as Env.

@@ -198,6 +198,9 @@ func (r *Runner) post(ctx context.Context, u string, v Vars) error {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "climate-hooks")
 	req.Header.Set("Idempotency-Key", v.ActionID())
+	if v.Token != "" {
+		req.Header.Set("X-Auth-Token", v.Token)
+	}
 	resp, err := r.Client.Do(req)
 	if err != nil {
 		return unwrapURL(err)

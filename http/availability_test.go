@@ -1,6 +1,7 @@
 package http_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"testing"
@@ -71,7 +72,79 @@ func TestAvailabilityAndEarliestLeases(t *testing.T) {
 	}
 	r = e.do(call{method: "POST", path: "/v1/leases", body: `{"name": "never", "start_date": "earliest", "duration": "3h", "deadline": "2026-11-21 15:00",
 		"reservations": [{"resource_type": "physical:host", "min": 2, "max": 2, ` + gpu + `}]}`})
-	checkError(t, r, http.StatusConflict, "no window of 3h0m0s with 2 matching hosts free")
+	checkError(t, r, http.StatusConflict, "no window of 3h0m0s in which the lease's reservations fit")
+}
+
+// Earliest windows for instance slots and floating IPs: "6 h with 8 slots of 4 vCPUs /
+// 16 GB and 2 addresses of ext" waits for a whole-host lease to end (it takes half the
+// slots' room) and then for a floating IP lease (it takes one of the two addresses).
+func TestEarliestSlotsAndFloatingIPs(t *testing.T) {
+	e := newEnv(t, nil)
+	for _, name := range []string{"s1", "s2"} {
+		e.mustDo(call{method: "POST", path: "/v1/os-hosts", body: `{"name": "` + name + `", "vcpus": 16, "memory_mb": 65536}`}, 201)
+	}
+	for _, a := range []string{"172.24.4.1", "172.24.4.2"} {
+		e.mustDo(call{method: "POST", path: "/v1/floatingips", body: `{"floating_network_id": "ext", "floating_ip_address": "` + a + `"}`}, 201)
+	}
+	e.mustDo(call{method: "POST", path: "/v1/leases", body: `{"name": "host", "start_date": "2026-11-22 10:00", "end_date": "2026-11-22 14:00",
+		"reservations": [{"resource_type": "physical:host", "min": 1, "max": 1, "hypervisor_properties": "", "resource_properties": ""}]}`}, 201)
+	e.mustDo(call{method: "POST", path: "/v1/leases", body: `{"name": "ip", "start_date": "2026-11-22 12:00", "end_date": "2026-11-22 18:00",
+		"reservations": [{"resource_type": "virtual:floatingip", "network_id": "ext", "amount": 1}]}`}, 201)
+
+	q := url.Values{"slots": {"8"}, "vcpus": {"4"}, "memory_mb": {"16384"}, "floatingips": {"2"}, "network_id": {"ext"},
+		"duration": {"6h"}, "after": {"2026-11-22 08:00"}, "limit": {"2"}}
+	slots := e.mustDo(call{method: "GET", path: "/v1/availability/earliest?" + q.Encode()}, 200)["slots"].([]any)
+	if len(slots) != 1 || slots[0].(map[string]any)["start_date"] != "2026-11-22T18:00:00.000000" {
+		t.Fatalf("earliest 8 slots + 2 IPs: %v, want one window from 18:00", slots)
+	}
+	q.Set("floatingips", "1")
+	slots = e.mustDo(call{method: "GET", path: "/v1/availability/earliest?" + q.Encode()}, 200)["slots"].([]any)
+	if len(slots) != 2 || slots[0].(map[string]any)["start_date"] != "2026-11-22T14:00:00.000000" {
+		t.Fatalf("earliest 8 slots + 1 IP: %v, want 14:00 first", slots)
+	}
+	q.Set("slots", "9") // more than both hosts hold even when nothing is booked
+	if slots = e.mustDo(call{method: "GET", path: "/v1/availability/earliest?" + q.Encode()}, 200)["slots"].([]any); len(slots) != 0 {
+		t.Fatalf("9 slots of 4 vCPUs on 2 hosts of 16: %v, want none", slots)
+	}
+	q.Set("slots", "4")
+	slots = e.mustDo(call{method: "GET", path: "/v1/availability/earliest?" + q.Encode()}, 200)["slots"].([]any)
+	if slots[0].(map[string]any)["start_date"] != "2026-11-22T08:00:00.000000" {
+		t.Fatalf("earliest 4 slots + 1 IP: %v, want at once (one host has room for 4)", slots)
+	}
+
+	// A lease asking for the same with start_date "earliest" (for 30 h, from now: the fake
+	// clock's 2026-11-21 10:00) is booked from when both have ended.
+	l := e.mustDo(call{method: "POST", path: "/v1/leases", body: `{"name": "soonest", "start_date": "earliest", "duration": "30h",
+		"reservations": [{"resource_type": "virtual:instance", "amount": 8, "vcpus": 4, "memory_mb": 16384, "disk_gb": 0, "affinity": null, "resource_properties": ""},
+		{"resource_type": "virtual:floatingip", "network_id": "ext", "amount": 2}]}`}, 201)["lease"].(map[string]any)
+	if l["start_date"] != "2026-11-22T18:00:00.000000" {
+		t.Fatalf("earliest mixed lease starts %v", l["start_date"])
+	}
+
+	// The timeline counts slots of a size and addresses of a network free for a whole
+	// bucket: 4 of the 8 slots of 4 vCPUs while a host is held whole (10–14), 1 of the 2
+	// addresses while one is leased (12–18), nothing once "soonest" holds all (from 18).
+	tl := e.mustDo(call{method: "GET", path: "/v1/availability/timeline?" + url.Values{
+		"from": {"2026-11-22 08:00"}, "to": {"2026-11-22 20:00"}, "step": {"4h"}, "vcpus": {"4"}, "memory_mb": {"16384"}, "network_id": {"ext"}}.Encode()}, 200)
+	var slotsFree, ipsFree []float64
+	for _, b := range tl["timeline"].([]any) {
+		slotsFree = append(slotsFree, b.(map[string]any)["free_slots"].(float64))
+		ipsFree = append(ipsFree, b.(map[string]any)["free_floatingips"].(float64))
+	}
+	if fmt.Sprint(slotsFree) != "[4 4 0]" || fmt.Sprint(ipsFree) != "[2 1 0]" {
+		t.Fatalf("timeline 08–12, 12–16, 16–20: free slots %v, free IPs %v; want [4 4 0] and [2 1 0]", slotsFree, ipsFree)
+	}
+
+	for _, c := range []struct{ query, msg string }{
+		{"duration=1h&vcpus=2", "slots (how many instance slots) is required"},
+		{"duration=1h&slots=2&vcpus=2", "Missing parameter memory_mb"},
+		{"duration=1h&slots=2&vcpus=0&memory_mb=512", "Malformed parameter vcpus"},
+		{"duration=1h&slots=2&vcpus=1&memory_mb=512&affinity=maybe", "Malformed parameter affinity"},
+		{"duration=1h&network_id=ext", "floatingips (how many addresses) is required"},
+		{"duration=1h&floatingips=1", "Missing parameter network_id"},
+	} {
+		checkError(t, e.do(call{method: "GET", path: "/v1/availability/earliest?" + c.query}), http.StatusBadRequest, c.msg)
+	}
 }
 
 func TestAvailabilityBadInput(t *testing.T) {
@@ -92,9 +165,11 @@ func TestAvailabilityBadInput(t *testing.T) {
 		{"GET", "/v1/availability/timeline?from=2026-11-22+00:00", "", "from and to are required"},
 		{"GET", "/v1/availability/timeline?from=2026-11-22+00:00&to=2026-11-21+00:00", "", "to must be later than from"},
 		{"GET", "/v1/availability/timeline?from=2026-11-22+00:00&to=2027-11-21+00:00&step=1m", "", "use a larger step"},
+		{"GET", "/v1/availability/timeline?from=2026-11-22+00:00&to=2026-11-23+00:00&vcpus=2", "", "vcpus and memory_mb must be at least 1"},
+		{"GET", "/v1/availability/timeline?from=2026-11-22+00:00&to=2026-11-23+00:00&vcpus=x&memory_mb=1", "", "not a non-negative integer"},
 		{"POST", "/v1/leases", `{"name": "x", "start_date": "earliest", ` + res + `}`, "needs a positive duration"},
 		{"POST", "/v1/leases", `{"name": "x", "start_date": "earliest", "duration": "1h", "end_date": "2026-11-23 00:00", ` + res + `}`, "not an end_date"},
-		{"POST", "/v1/leases", `{"name": "x", "start_date": "earliest", "duration": "1h"}`, "exactly one physical:host reservation"},
+		{"POST", "/v1/leases", `{"name": "x", "start_date": "earliest", "duration": "1h"}`, "needs at least one reservation"},
 		{"POST", "/v1/leases", `{"name": "x", "start_date": "earliest", "duration": "1h", "deadline": "2026-11-21 10:30", ` + res + `}`, "leaves no room"},
 		{"POST", "/v1/leases", `{"name": "x", "start_date": "2026-11-22 00:00", "end_date": "2026-11-23 00:00", "duration": "1h", ` + res + `}`, `go with start_date "earliest"`},
 		{"POST", "/v1/leases", `{"name": "x", "start_date": "2026-11-22 00:00", "end_date": "2026-11-23 00:00", "dry_run": "yes", ` + res + `}`, "Malformed parameter dry_run"},

@@ -25,6 +25,19 @@ const validFloatingIP = `{"floating_network_id": "ext-net", "floating_ip_address
 
 func fipWith(patch string) string { return patchJSON(validFloatingIP, patch) }
 
+// validFlavor is the flavor seed registers (so posting it again is a duplicate);
+// newFlavor is another, accepted as it is, and flavorWith changes it.
+const (
+	validFlavor = `{"id": "m1.small", "name": "m1.small", "vcpus": 1, "ram": 2048, "disk": 20}`
+	newFlavor   = `{"name": "m1.new", "vcpus": 2, "ram": 4096, "disk": 40, "OS-FLV-EXT-DATA:ephemeral": 0,
+		"extra_specs": {"trait:HW_CPU_X86_AVX2": "required", "resources:VGPU": "1"}}`
+)
+
+func flavorWith(patch string) string { return patchJSON(newFlavor, patch) }
+
+// flavorSpecs is newFlavor with extra_specs replaced by specs (a JSON value).
+func flavorSpecs(specs string) string { return flavorWith(`{"extra_specs": ` + specs + `}`) }
+
 // leaseWith is validLease with patch's keys replaced ("<delete>" removes a key).
 func leaseWith(patch string) string { return patchJSON(validLease, patch) }
 
@@ -32,6 +45,11 @@ func leaseWith(patch string) string { return patchJSON(validLease, patch) }
 // fipResWith is a lease with one virtual:floatingip reservation on seed's network, patched.
 func fipResWith(patch string) string {
 	return patchJSON(validLease, `{"reservations": [`+patchJSON(`{"resource_type": "virtual:floatingip", "network_id": "ext-net", "amount": 1}`, patch)+`]}`)
+}
+
+// instResWith is a lease with one virtual:instance reservation (one 2-vCPU slot), patched.
+func instResWith(patch string) string {
+	return patchJSON(validLease, `{"reservations": [`+patchJSON(`{"resource_type": "virtual:instance", "amount": 1, "vcpus": 2, "memory_mb": 2048, "disk_gb": 0, "affinity": null, "resource_properties": ""}`, patch)+`]}`)
 }
 
 func resWith(patch string) string {
@@ -42,7 +60,7 @@ func resWith(patch string) string {
 // [2026-11-22 10:00, 2026-11-23 10:00): the admin's on a gpu host (host 1) and alice's on
 // any host (host 2), leaving host 3 free; and alice subscribes a webhook (ahook) to the
 // env's receiver (hook); and the admin registers floating IP 172.24.4.101 on ext-net
-// (fip). It returns the ids as template variables.
+// (fip), and flavor m1.small (flavor). It returns the ids as template variables.
 func seed(e *env) map[string]string {
 	e.t.Helper()
 	for _, body := range []string{
@@ -60,6 +78,8 @@ func seed(e *env) map[string]string {
 	}
 	f := e.mustDo(call{method: "POST", path: "/v1/floatingips", body: validFloatingIP}, http.StatusCreated)
 	vars["fip"] = lookup(e.t, f, "floatingip.id")
+	fl := e.mustDo(call{method: "POST", path: "/v1/flavors", body: validFlavor}, http.StatusCreated)
+	vars["flavor"] = lookup(e.t, fl, "flavor.id")
 	if e.recv != nil {
 		vars["hook"] = e.recv.url
 		w := e.mustDo(call{method: "POST", path: "/v1/webhooks", body: `{"url": "` + e.recv.url + `/alice", "event_types": ["lease.create"]}`, header: asAlice}, http.StatusCreated)
@@ -73,7 +93,7 @@ func (e *env) state(vars map[string]string) string {
 	e.t.Helper()
 	return e.snapshot(nil, "/v1/leases", "/v1/os-hosts", "/v1/os-hosts/properties?detail=True&all=True",
 		expand(e.t, "/v1/os-hosts/allocations?lease_id={{lease}}", vars), "/v1/os-hosts/allocations", "/v1/webhooks",
-		"/v1/floatingips")
+		"/v1/floatingips", "/v1/flavors")
 }
 
 // snapshot GETs paths with header and returns the statuses and bodies, one line each.
@@ -124,6 +144,9 @@ func badCases() []badCase {
 	}
 	fip := func(name, body string, status int, msg ...string) badCase { // the admin registers a floating IP
 		return badCase{name: name, call: call{method: "POST", path: "/v1/floatingips", body: body}, status: status, msg: msg}
+	}
+	flavor := func(name, body string, status int, msg ...string) badCase { // the admin registers a flavor
+		return badCase{name: name, call: call{method: "POST", path: "/v1/flavors", body: body}, status: status, msg: msg}
 	}
 	hook := func(name, body string, status int, msg ...string) badCase { // alice creates a webhook
 		return badCase{name: name, call: call{method: "POST", path: "/v1/webhooks", body: body, header: asAlice}, status: status, msg: msg}
@@ -212,10 +235,16 @@ func badCases() []badCase {
 
 		// Unknown keys and values.
 		post("unknown lease key", leaseWith(`{"project_id": "other"}`), 400, `Unknown parameter "project_id"`),
+		post("lease_type number", leaseWith(`{"lease_type": 2}`), 400, "Malformed parameter lease_type"),
+		post("lease_type unknown", leaseWith(`{"lease_type": "eventually"}`), 400, `Unknown lease_type "eventually"`),
+		post("retry_until garbage", leaseWith(`{"lease_type": "retry", "retry_until": "soon"}`), 400, "soon is an invalid date"),
+		post("retry_until before start", leaseWith(`{"lease_type": "retry", "retry_until": "2026-11-22 09:00"}`), 400, "retry_until must be later"),
+		post("priority text", leaseWith(`{"lease_type": "retry", "priority": "high"}`), 400, "Malformed parameter priority"),
+		post("priority without retry", leaseWith(`{"priority": 3}`), 400, "retry_until and priority go with"),
 		post("unknown lease key id", leaseWith(`{"id": "6ee55c78-0000-4000-8000-000000000000"}`), 400, `Unknown parameter "id"`),
 		post("unknown reservation key", resWith(`{"amount": 1}`), 400, `Unknown parameter "amount"`),
 		post("reservation id on create", resWith(`{"id": "x"}`), 400, `Unknown parameter "id"`),
-		post("unsupported resource_type", resWith(`{"resource_type": "virtual:instance"}`), 400, "The virtual:instance resource type is not supported"),
+		post("unsupported resource_type", resWith(`{"resource_type": "virtual:volume"}`), 400, "The virtual:volume resource type is not supported"),
 		post("floating IP reservation without network", fipResWith(`{"network_id": "<delete>"}`), 400, "Missing parameter network_id"),
 		post("floating IP reservation network number", fipResWith(`{"network_id": 7}`), 400, "Malformed parameter network_id"),
 		post("floating IP reservation without amount", fipResWith(`{"amount": "<delete>"}`), 400, "Missing parameter amount"),
@@ -227,6 +256,24 @@ func badCases() []badCase {
 		post("floating IP reservation more required than amount", fipResWith(`{"required_floatingips": ["172.24.4.101", "172.24.4.102"]}`), 400, "larger than amount"),
 		post("floating IP reservation with a host key", fipResWith(`{"min": 1}`), 400, `Unknown parameter "min" in a virtual:floatingip reservation`),
 		post("floating IP reservation beyond the inventory", fipResWith(`{"amount": 2}`), 409, "Not enough floating IPs available"),
+		post("instance reservation without sizes", instResWith(`{"vcpus": "<delete>", "memory_mb": "<delete>"}`), 400, "Missing parameter vcpus, memory_mb"),
+		post("instance reservation without amount", instResWith(`{"amount": "<delete>"}`), 400, "Missing parameter amount"),
+		post("instance reservation vcpus text", instResWith(`{"vcpus": "two"}`), 400, "Malformed parameter vcpus"),
+		post("instance reservation vcpus float", instResWith(`{"vcpus": 1.5}`), 400, "Malformed parameter vcpus"),
+		post("instance reservation vcpus 0", instResWith(`{"vcpus": 0}`), 400, "Malformed parameter vcpus"),
+		post("instance reservation memory negative", instResWith(`{"memory_mb": -1}`), 400, "Malformed parameter memory_mb"),
+		post("instance reservation disk negative", instResWith(`{"disk_gb": -5}`), 400, "Malformed parameter disk_gb"),
+		post("instance reservation amount 0", instResWith(`{"amount": 0}`), 400, "Malformed parameter amount"),
+		post("instance reservation amount list", instResWith(`{"amount": [1]}`), 400, "Malformed parameter amount"),
+		post("instance reservation affinity maybe", instResWith(`{"affinity": "maybe"}`), 400, "Malformed parameter affinity"),
+		post("instance reservation affinity 2", instResWith(`{"affinity": 2}`), 400, "Malformed parameter affinity"),
+		post("instance reservation affinity object", instResWith(`{"affinity": {}}`), 400, "Malformed parameter affinity"),
+		post("instance reservation unknown property", instResWith(`{"resource_properties": "[\"==\", \"$colour\", \"red\"]"}`), 400, `Unknown property "colour"`),
+		post("instance reservation bad query", instResWith(`{"resource_properties": "[\"~\", \"$gpu\"]"}`), 400),
+		post("instance reservation with a host key", instResWith(`{"min": 1}`), 400, `Unknown parameter "min" in a virtual:instance reservation`),
+		post("instance reservation bigger than any host", instResWith(`{"vcpus": 128}`), 409, "Not enough hosts available", "1 slots of 128 vCPUs"),
+		post("instance reservation beyond the free host", instResWith(`{"vcpus": 32, "amount": 3}`), 409, "Not enough hosts available"),
+		post("instance reservation affinity beyond one host", instResWith(`{"vcpus": 16, "amount": 5, "affinity": true}`), 409, "on one host (affinity)"),
 		post("host reservation with a floating IP key", resWith(`{"network_id": "ext-net"}`), 400, `Unknown parameter "network_id" in a physical:host reservation`),
 		post("min greater than max", resWith(`{"min": 2, "max": 1}`), 400, "Max must be equal to or larger than min"),
 		post("min 0", resWith(`{"min": 0}`), 400, "must be greater than or equal to 1"),
@@ -500,6 +547,80 @@ func badCases() []badCase {
 		req("floating IP cross-site post", "POST", "/v1/floatingips", fipWith(`{"floating_ip_address": "172.24.4.1"}`), map[string]string{"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"}, 403, "Cross-origin"),
 		req("oversized floating IP body", "POST", "/v1/floatingips", huge, nil, 413, "larger than"),
 
+		// Flavors. flavorWith's bodies differ from the seeded flavor (another name, no id), so
+		// each is refused for the one thing it breaks, not as a duplicate.
+		flavor("flavor missing name", flavorWith(`{"name": "<delete>"}`), 400, "Missing parameter name"),
+		flavor("flavor null name", flavorWith(`{"name": null}`), 400, "Missing parameter name"),
+		flavor("flavor empty name", flavorWith(`{"name": ""}`), 400, "Missing parameter name"),
+		flavor("flavor empty body", ``, 400, "Missing parameter name"),
+		flavor("flavor name number", flavorWith(`{"name": 5}`), 400, "Malformed parameter name: expected a string"),
+		flavor("flavor name too long", flavorWith(`{"name": "`+strings.Repeat("n", 256)+`"}`), 400, "name is too long"),
+		flavor("flavor name with NUL", flavorWith(`{"name": "n\u0000"}`), 400, "NUL"),
+		flavor("flavor name spaced", flavorWith(`{"name": "m1.new "}`), 400, "Malformed parameter name (must not begin or end with whitespace)"),
+		flavor("flavor missing vcpus", flavorWith(`{"vcpus": "<delete>"}`), 400, "Missing parameter vcpus"),
+		flavor("flavor null vcpus", flavorWith(`{"vcpus": null}`), 400, "Missing parameter vcpus"),
+		flavor("flavor missing ram", flavorWith(`{"ram": "<delete>"}`), 400, "Missing parameter ram"),
+		flavor("flavor missing disk", flavorWith(`{"disk": "<delete>"}`), 400, "Missing parameter disk"),
+		flavor("flavor zero vcpus", flavorWith(`{"vcpus": 0}`), 400, "Malformed parameter vcpus (must be an integer from 1 to 2147483647): 0"),
+		flavor("flavor negative vcpus", flavorWith(`{"vcpus": -1}`), 400, "Malformed parameter vcpus (must be"),
+		flavor("flavor fractional vcpus", flavorWith(`{"vcpus": 1.5}`), 400, "Malformed parameter vcpus: expected an integer"),
+		flavor("flavor boolean vcpus", flavorWith(`{"vcpus": true}`), 400, "Malformed parameter vcpus: expected an integer"),
+		flavor("flavor word vcpus", flavorWith(`{"vcpus": "two"}`), 400, "Malformed parameter vcpus: expected an integer"),
+		flavor("flavor huge vcpus", flavorWith(`{"vcpus": 2147483648}`), 400, "Malformed parameter vcpus: expected an integer"),
+		flavor("flavor vcpus list", flavorWith(`{"vcpus": [1]}`), 400, "Malformed parameter vcpus"),
+		flavor("flavor zero ram", flavorWith(`{"ram": 0}`), 400, "Malformed parameter ram (must be an integer from 1"),
+		flavor("flavor ram object", flavorWith(`{"ram": {}}`), 400, "Malformed parameter ram: expected an integer"),
+		flavor("flavor negative disk", flavorWith(`{"disk": -1}`), 400, "Malformed parameter disk (must be an integer from 0"),
+		flavor("flavor negative ephemeral", flavorWith(`{"OS-FLV-EXT-DATA:ephemeral": -1}`), 400, "Malformed parameter ephemeral (must be an integer from 0"),
+		flavor("flavor negative plain ephemeral", flavorWith(`{"OS-FLV-EXT-DATA:ephemeral": "<delete>", "ephemeral": -2}`), 400, "Malformed parameter ephemeral (must be"),
+		flavor("flavor word ephemeral", flavorWith(`{"OS-FLV-EXT-DATA:ephemeral": "x"}`), 400, "Malformed parameter OS-FLV-EXT-DATA:ephemeral: expected an integer"),
+		flavor("flavor both ephemeral keys", flavorWith(`{"ephemeral": 0}`), 400, "not both"),
+		flavor("flavor id number", flavorWith(`{"id": 5}`), 400, "Malformed parameter id: expected a string"),
+		flavor("flavor id with slash", flavorWith(`{"id": "a/b"}`), 400, "Malformed parameter id (must not contain '/')"),
+		flavor("flavor id dot-dot", flavorWith(`{"id": ".."}`), 400, "Malformed parameter id"),
+		flavor("flavor id .json", flavorWith(`{"id": "m1.json"}`), 400, `must not end with ".json"`),
+		flavor("flavor id too long", flavorWith(`{"id": "`+strings.Repeat("i", 256)+`"}`), 400, "id is too long"),
+		flavor("flavor id with NUL", flavorWith(`{"id": "i\u0000"}`), 400, "NUL"),
+		flavor("flavor extra specs list", flavorSpecs(`["trait:X"]`), 400, "Malformed parameter extra_specs: expected an object whose values are strings"),
+		flavor("flavor extra specs string", flavorSpecs(`"trait:X=required"`), 400, "Malformed parameter extra_specs: expected an object"),
+		flavor("flavor extra spec number", flavorSpecs(`{"resources:VGPU": 1}`), 400, `Malformed parameter extra_specs: the value of "resources:VGPU" must be a string`),
+		flavor("flavor extra spec null", flavorSpecs(`{"hw:cpu_policy": null}`), 400, `the value of "hw:cpu_policy" must be a string`),
+		flavor("flavor extra spec object", flavorSpecs(`{"hw": {"cpu_policy": "dedicated"}}`), 400, `the value of "hw" must be a string`),
+		flavor("flavor trait value", flavorSpecs(`{"trait:HW_CPU_X86_AVX2": "preferred"}`), 400, `Invalid trait value "preferred" for trait:HW_CPU_X86_AVX2: expected "required" or "forbidden"`),
+		flavor("flavor group trait value", flavorSpecs(`{"trait1:CUSTOM_X": "true"}`), 400, `Invalid trait value "true" for trait1:CUSTOM_X`),
+		flavor("flavor trait without name", flavorSpecs(`{"trait:": "required"}`), 400, `"trait:" names no trait`),
+		flavor("flavor resources word", flavorSpecs(`{"resources:VGPU": "one"}`), 400, `Invalid resources value "one" for resources:VGPU: expected a non-negative integer`),
+		flavor("flavor resources negative", flavorSpecs(`{"resources:VCPU": "-1"}`), 400, `Invalid resources value "-1"`),
+		flavor("flavor resources fraction", flavorSpecs(`{"resources_gpu:VGPU": "0.5"}`), 400, `Invalid resources value "0.5" for resources_gpu:VGPU`),
+		flavor("flavor resources huge", flavorSpecs(`{"resources:MEMORY_MB": "99999999999"}`), 400, `Invalid resources value "99999999999"`),
+		flavor("flavor resources without class", flavorSpecs(`{"resources:": "1"}`), 400, `"resources:" names no resource class`),
+		flavor("flavor too many extra specs", flavorSpecs(manySpecs(65)), 400, "Malformed parameter extra_specs (must have at most 64 entries): 65"),
+		flavor("flavor empty extra spec key", flavorSpecs(`{"": "x"}`), 400, "keys must not be empty"),
+		flavor("flavor extra spec key too long", flavorSpecs(`{"`+strings.Repeat("k", 256)+`": "x"}`), 400, "extra_specs key is too long"),
+		flavor("flavor extra spec value too long", flavorSpecs(`{"hw:x": "`+strings.Repeat("v", 256)+`"}`), 400, "extra_specs value of hw:x is too long"),
+		flavor("flavor extra spec value with NUL", flavorSpecs(`{"hw:x": "v\u0000"}`), 400, "NUL"),
+		flavor("flavor unknown key", flavorWith(`{"swap": 0}`), 400, `Unknown parameter "swap" in a flavor`),
+		flavor("flavor Nova's wrapper", `{"flavor": `+newFlavor+`}`, 400, `Unknown parameter "flavor" in a flavor`),
+		flavor("flavor duplicate id", flavorWith(`{"id": "m1.small"}`), 409, "Flavor with ID m1.small already exists"),
+		flavor("flavor duplicate name", flavorWith(`{"name": "m1.small"}`), 409, "Flavor with name m1.small already exists"),
+		flavor("flavor duplicate", validFlavor, 409, "m1.small already exists"),
+		flavor("flavor array body", `[`+newFlavor+`]`, 400, "must be a JSON object"),
+		req("flavor by member", "POST", "/v1/flavors", newFlavor, asAlice, 403, "blazar:flavors:post"),
+		req("flavor by reader", "POST", "/v1/flavors", newFlavor, asReader, 403, "blazar:flavors:post"),
+		req("flavor delete by member", "DELETE", "/v1/flavors/{{flavor}}", "", asAlice, 403, "blazar:flavors:delete"),
+		req("flavor delete by reader", "DELETE", "/v1/flavors/{{flavor}}", "", asReader, 403, "blazar:flavors:delete"),
+		req("flavor list by guest", "GET", "/v1/flavors", "", asGuest, 403, "blazar:flavors:get"),
+		req("flavor show by guest", "GET", "/v1/flavors/{{flavor}}", "", asGuest, 403, "blazar:flavors:get"),
+		req("flavor unknown id", "GET", "/v1/flavors/nope", "", nil, 404, "Object with {'flavor_id': 'nope'} not found"),
+		req("flavor delete unknown id", "DELETE", "/v1/flavors/nope", "", nil, 404, "Object with {'flavor_id': 'nope'} not found"),
+		req("flavor id too long in the path", "DELETE", "/v1/flavors/"+strings.Repeat("f", 300), "", nil, 400, "too long"),
+		req("wrong method on flavors", "DELETE", "/v1/flavors", "", nil, 405, "DELETE"),
+		req("wrong method on flavor", "PUT", "/v1/flavors/{{flavor}}", newFlavor, nil, 405, "PUT"),
+		req("unknown flavor subroute", "GET", "/v1/flavors/{{flavor}}/os-extra_specs", "", nil, 404, "could not be found"),
+		req("flavor text/plain", "POST", "/v1/flavors", newFlavor, map[string]string{"Content-Type": "text/plain"}, 400, "Content-Type"),
+		req("flavor cross-site post", "POST", "/v1/flavors", newFlavor, map[string]string{"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"}, 403, "Cross-origin"),
+		req("oversized flavor body", "POST", "/v1/flavors", huge, nil, 413, "larger than"),
+
 		// Other projects' leases do not exist for a non-admin.
 		req("other project gets lease", "GET", "/v1/leases/{{alease}}", "", asBob, 404, "{{alease}}"),
 		req("other project updates lease", "PUT", "/v1/leases/{{alease}}", `{"name": "mine"}`, asBob, 404, "{{alease}}"),
@@ -508,6 +629,15 @@ func badCases() []badCase {
 		req("member updates admin lease", "PUT", "/v1/leases/{{lease}}", `{"end_date": "2026-11-23 12:00"}`, asAlice, 404, "{{lease}}"),
 		req("member deletes admin lease", "DELETE", "/v1/leases/{{lease}}", "", asAlice, 404, "{{lease}}"),
 	}
+}
+
+// manySpecs is a JSON object of n extra specs.
+func manySpecs(n int) string {
+	pairs := make([]string, n)
+	for i := range pairs {
+		pairs[i] = fmt.Sprintf(`"hw:k%d": "v"`, i)
+	}
+	return "{" + strings.Join(pairs, ", ") + "}"
 }
 
 // TestBadInput sends every kind of bad input the API takes and checks that each gets a
@@ -588,6 +718,13 @@ func testBadInput(t *testing.T, e *env) {
 		e.mustDo(call{method: "POST", path: "/v1/floatingips", body: fipWith(`{"floating_network_id": "other-net"}`)}, http.StatusCreated)
 		e.mustDo(call{method: "GET", path: "/v1/floatingips/" + vars["fip"], header: asReader}, http.StatusOK)
 		e.mustDo(call{method: "DELETE", path: "/v1/floatingips/" + vars["fip"]}, http.StatusNoContent)
+		// Flavors: the body the cases change is accepted, and so is the plain ephemeral key
+		// and 64 extra specs.
+		e.mustDo(call{method: "POST", path: "/v1/flavors", body: newFlavor}, http.StatusCreated)
+		e.mustDo(call{method: "POST", path: "/v1/flavors", body: flavorWith(`{"name": "m1.plain", "id": "plain", "OS-FLV-EXT-DATA:ephemeral": "<delete>", "ephemeral": 5}`)}, http.StatusCreated)
+		e.mustDo(call{method: "POST", path: "/v1/flavors", body: patchJSON(flavorSpecs(manySpecs(64)), `{"name": "m1.specs"}`)}, http.StatusCreated)
+		e.mustDo(call{method: "GET", path: "/v1/flavors/" + vars["flavor"], header: asReader}, http.StatusOK)
+		e.mustDo(call{method: "DELETE", path: "/v1/flavors/" + vars["flavor"]}, http.StatusNoContent)
 	})
 }
 

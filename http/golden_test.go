@@ -189,6 +189,26 @@ func TestGolden(t *testing.T) {
 		{name: "leases_list_after_delete", call: call{method: "GET", path: "/v1/leases"}, status: 200},
 		{name: "hosts_list_after_delete", call: call{method: "GET", path: "/v1/os-hosts"}, status: 200},
 		{name: "lease_gone", call: call{method: "GET", path: "/v1/leases/{{lease2}}"}, status: 404},
+
+		// Flavors (Climate's extension, shaped as Nova's).
+		{name: "flavor_create", advance: time.Minute, call: call{method: "POST", path: "/v1/flavors",
+			body: `{"id": "m1.gpu", "name": "gpu.large", "vcpus": 8, "ram": 32768, "disk": 80, "OS-FLV-EXT-DATA:ephemeral": 20,
+				"extra_specs": {"trait:HW_GPU_API_VULKAN": "required", "resources:VGPU": "1", "hw:cpu_policy": "dedicated"}}`},
+			status: 201, check: func(t *testing.T, b map[string]any) {
+				wantField(t, b, "flavor.id", "m1.gpu")
+				wantField(t, b, "flavor.extra_specs.trait:HW_GPU_API_VULKAN", "required")
+			}},
+		{name: "flavor_create_generated_id", advance: time.Minute, call: call{method: "POST", path: "/v1/flavors",
+			body: `{"name": "small", "vcpus": 1, "ram": 2048, "disk": 20, "ephemeral": 0}`},
+			status: 201},
+		{name: "flavors_list", call: call{method: "GET", path: "/v1/flavors", header: asReader}, status: 200},
+		{name: "flavor_show", call: call{method: "GET", path: "/v1/flavors/m1.gpu", header: asAlice}, status: 200},
+		{name: "error_flavor_duplicate", call: call{method: "POST", path: "/v1/flavors",
+			body: `{"name": "small", "vcpus": 1, "ram": 2048, "disk": 20}`}, status: 409},
+		{name: "error_flavor_trait", call: call{method: "POST", path: "/v1/flavors",
+			body: `{"name": "bad", "vcpus": 1, "ram": 2048, "disk": 20, "extra_specs": {"trait:HW_CPU_X86_AVX2": "preferred"}}`}, status: 400},
+		{call: call{method: "DELETE", path: "/v1/flavors/m1.gpu"}, status: 204},
+		{name: "error_flavor_not_found", call: call{method: "GET", path: "/v1/flavors/m1.gpu"}, status: 404},
 	}
 	for i, s := range steps {
 		if s.advance > 0 {

@@ -141,7 +141,7 @@ type (
 func toAllocationJSON(a climate.HostAllocation) allocationJSON {
 	out := allocationJSON{ResourceID: a.HostID, Reservations: make([]allocatedReservJSON, 0, len(a.Reservations))}
 	for _, r := range a.Reservations {
-		out.Reservations = append(out.Reservations, allocatedReservJSON{ID: r.ID, LeaseID: r.LeaseID, StartDate: api.FormatTime(r.Start), EndDate: api.FormatTime(r.End)})
+		out.Reservations = append(out.Reservations, allocatedReservJSON{ID: r.ID, LeaseID: r.LeaseID, StartDate: api.FormatTime(r.Start), EndDate: api.FormatTime(r.End), Slots: r.Slots})
 	}
 	return out
 }

@@ -64,7 +64,7 @@ func newEnv(t testing.TB, auth climatehttp.Authenticator) *env {
 	}
 	recv := newReceiver(t, http.StatusNoContent)
 	api := &climatehttp.Server{Leases: mgr, Hosts: mgr, Availability: mgr, Auth: auth, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Clock: clk,
-		Webhooks: webhookService(store, clk, true), FloatingIPs: mgr}
+		Webhooks: webhookService(store, clk, true), FloatingIPs: mgr, Flavors: mgr}
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close) // runs before store.Close
 	return &env{t: t, url: srv.URL, clk: clk, store: store, recv: recv}

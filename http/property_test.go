@@ -114,7 +114,7 @@ func newEnvOn(t testing.TB, st climate.Store) *env {
 	mgr := manager.New(st, clk, manager.Config{BeforeEnd: manager.DefaultBeforeEnd})
 	recv := newReceiver(t, http.StatusNoContent)
 	api := &climatehttp.Server{Leases: mgr, Hosts: mgr, Availability: mgr, Auth: climatehttp.NoAuth{}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Webhooks: webhookService(st, clk, true), FloatingIPs: mgr}
+		Webhooks: webhookService(st, clk, true), FloatingIPs: mgr, Flavors: mgr}
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close)
 	return &env{t: t, url: srv.URL, clk: clk, recv: recv}

@@ -47,6 +47,13 @@ type Server struct {
 	// FloatingIPs serves /v1/floatingips (Blazar's virtual:floatingip inventory); nil
 	// leaves it out (404), as Blazar does without the plugin.
 	FloatingIPs climate.FloatingIPService
+	// Flavors serves /v1/flavors (Climate's extension: Nova's flavors, kept by Climate in
+	// standalone mode); nil leaves it out (404).
+	Flavors climate.FlavorService
+	// Maintenances serves hosts' maintenance windows (Climate's extension,
+	// /v1/os-hosts/…/maintenances); nil: Hosts, when it offers them, else they are left
+	// out (404).
+	Maintenances climate.MaintenanceService
 }
 
 func (s *Server) now() time.Time {
@@ -80,12 +87,20 @@ func (s *Server) Handler() http.Handler {
 	setProperty := s.methods(map[string]handler{"PATCH": s.setProperty})
 	getAllocation := s.methods(map[string]handler{"GET": s.getAllocation})
 	notFound := s.methods(nil)
+	hostMaintenances := notFound
+	if s.maintenances() != nil {
+		mux.Handle("/v1/os-hosts/maintenances", s.methods(map[string]handler{"GET": s.listMaintenances}))
+		mux.Handle("/v1/os-hosts/{id}/maintenances/{mid}", s.methods(map[string]handler{"GET": s.getMaintenance, "DELETE": s.deleteMaintenance}))
+		hostMaintenances = s.methods(map[string]handler{"GET": s.listMaintenances, "POST": s.createMaintenance})
+	}
 	mux.HandleFunc("/v1/os-hosts/{id}/{sub}", func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case r.PathValue("id") == "properties":
 			setProperty.ServeHTTP(w, r)
 		case r.PathValue("sub") == "allocation":
 			getAllocation.ServeHTTP(w, r)
+		case r.PathValue("sub") == "maintenances":
+			hostMaintenances.ServeHTTP(w, r)
 		default:
 			notFound.ServeHTTP(w, r)
 		}
@@ -105,6 +120,10 @@ func (s *Server) Handler() http.Handler {
 	if s.FloatingIPs != nil {
 		mux.Handle("/v1/floatingips", s.methods(map[string]handler{"GET": s.listFloatingIPs, "POST": s.createFloatingIP}))
 		mux.Handle("/v1/floatingips/{id}", s.methods(map[string]handler{"GET": s.getFloatingIP, "DELETE": s.deleteFloatingIP}))
+	}
+	if s.Flavors != nil {
+		mux.Handle("/v1/flavors", s.methods(map[string]handler{"GET": s.listFlavors, "POST": s.createFlavor}))
+		mux.Handle("/v1/flavors/{id}", s.methods(map[string]handler{"GET": s.getFlavor, "DELETE": s.deleteFlavor}))
 	}
 	mux.Handle("/", s.methods(nil)) // unknown routes: 404 in Blazar's error shape
 	return s.middleware(mux)
@@ -300,6 +319,7 @@ var statusOf = map[climate.Code]int{
 	climate.CodeConflict:     http.StatusConflict,
 	climate.CodeTooLarge:     http.StatusRequestEntityTooLarge,
 	climate.CodeInternal:     http.StatusInternalServerError,
+	climate.CodeUnavailable:  http.StatusServiceUnavailable,
 }
 
 // errorNames replaces Blazar's numeric error_name with readable names.
@@ -330,7 +350,11 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 
 func (s *Server) writeErrorStatus(w http.ResponseWriter, r *http.Request, status int, msg string) {
 	if status == http.StatusUnauthorized {
-		w.Header().Set("WWW-Authenticate", `Keystone uri="unused", X-Auth-Token`)
+		challenge := `Keystone uri="unused", X-Auth-Token`
+		if c, ok := s.Auth.(Challenger); ok {
+			challenge = c.Challenge()
+		}
+		w.Header().Set("WWW-Authenticate", challenge)
 	}
 	writeJSON(w, status, map[string]any{"error_code": status, "error_message": msg, "error_name": errorNames[status]})
 }

@@ -3,6 +3,7 @@ package http
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -100,6 +101,17 @@ func (o object) str(key string) (*string, error) {
 		return nil, malformed(key, "a string")
 	}
 	return &s, nil
+}
+
+// text returns a string field that may come as a JSON number (a Nova flavor id such as
+// 42, which Blazar's client sends as a number), in its decimal form.
+func (o object) text(key string) (*string, error) {
+	var n json.Number
+	if raw, ok := o[key]; ok && json.Unmarshal(raw, &n) == nil {
+		s := n.String()
+		return &s, nil
+	}
+	return o.str(key)
 }
 
 // strings returns a list-of-strings field; absent or null gives nil. Blazar's client
@@ -218,7 +230,7 @@ func decodeReservation(o object, update bool) (climate.ReservationRequest, error
 	var err error
 	// Every type's keys; each type refuses the others' (resource.Type.New).
 	keys := []string{"resource_type", "min", "max", "hypervisor_properties", "resource_properties", "before_end",
-		"network_id", "amount", "required_floatingips"}
+		"network_id", "amount", "required_floatingips", "vcpus", "memory_mb", "disk_gb", "affinity", "flavor_id"}
 	if update {
 		keys = append(keys, "id")
 		id, err := o.str("id")
@@ -258,8 +270,53 @@ func decodeReservation(o object, update bool) (climate.ReservationRequest, error
 	if r.Amount, err = o.integer("amount"); err != nil {
 		return r, err
 	}
-	r.RequiredFloatingIPs, err = o.strings("required_floatingips")
+	if r.RequiredFloatingIPs, err = o.strings("required_floatingips"); err != nil {
+		return r, err
+	}
+	if r.VCPUs, err = o.integer("vcpus"); err != nil {
+		return r, err
+	}
+	if r.MemoryMB, err = o.integer("memory_mb"); err != nil {
+		return r, err
+	}
+	if r.DiskGB, err = o.integer("disk_gb"); err != nil {
+		return r, err
+	}
+	if r.FlavorID, err = o.text("flavor_id"); err != nil {
+		return r, err
+	}
+	r.Affinity, err = o.affinity("affinity")
 	return r, err
+}
+
+// affinity returns an instance reservation's affinity: nil when the key is absent; its
+// Value nil for null and the strings Blazar reads as None, else the boolean oslo's
+// strutils.bool_from_string(strict=True) reads (true/false, "True", "yes", "0", 1, …).
+func (o object) affinity(key string) (*climate.Affinity, error) {
+	raw, ok := o[key]
+	if !ok {
+		return nil, nil
+	}
+	if isNull(raw) {
+		return &climate.Affinity{}, nil
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, malformed(key, "true, false or null")
+	}
+	text := strings.ToLower(strings.TrimSpace(fmt.Sprint(v)))
+	var b bool
+	switch text {
+	case "none", "null":
+		return &climate.Affinity{}, nil
+	case "1", "t", "true", "on", "y", "yes":
+		b = true
+	case "0", "f", "false", "off", "n", "no":
+		b = false
+	default:
+		return nil, malformed(key, "true, false or null")
+	}
+	return &climate.Affinity{Value: &b}, nil
 }
 
 func decodeReservations(o object, update bool) ([]climate.ReservationRequest, error) {
@@ -338,10 +395,23 @@ func (o object) instant(key string) (time.Time, error) {
 func decodeLeaseRequest(o object) (climate.LeaseRequest, error) {
 	var req climate.LeaseRequest
 	if err := o.only("a lease", "name", "start_date", "end_date", "before_end_date", "before_start_date", "reservations", "events",
-		"duration", "deadline", "dry_run"); err != nil {
+		"duration", "deadline", "dry_run", "lease_type", "retry_until", "priority"); err != nil {
 		return req, err
 	}
 	var err error
+	if t, err := o.str("lease_type"); err != nil {
+		return req, err
+	} else if t != nil {
+		req.Type = climate.LeaseType(*t)
+	}
+	if req.RetryUntil, err = o.instant("retry_until"); err != nil {
+		return req, err
+	}
+	if p, err := o.integer("priority"); err != nil {
+		return req, err
+	} else if p != nil {
+		req.Priority = *p
+	}
 	if req.Duration, err = o.duration("duration"); err != nil {
 		return req, err
 	}

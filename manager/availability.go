@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"climate"
+	"climate/plan"
 	"climate/resource"
 )
 
@@ -71,6 +72,7 @@ func (m *Manager) refresh(ctx context.Context, invRev, allocRev int64) error {
 	m.avail = a
 	m.mu.Unlock()
 	m.rebuilds.Add(1)
+	m.freed.everything() // a rebuilt index may hide what was freed
 	return nil
 }
 
@@ -103,6 +105,7 @@ func (m *Manager) catchUp(ctx context.Context, cur *resource.View) (done bool, e
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	applyChanges(cur, changes)
+	m.freed.note(removedOf(changes))
 	cur.Index.AllocationRevision = rev
 	m.catchUps.Add(1)
 	return true, nil
@@ -129,6 +132,13 @@ func applyChanges(x *resource.View, changes []climate.AllocationChange) {
 
 // loadAvailability builds a view from one consistent snapshot of the store.
 func (m *Manager) loadAvailability(ctx context.Context) (*resource.View, error) {
+	return m.loadView(ctx, nil)
+}
+
+// loadView is loadAvailability; a hook, when set, changes the maintenance windows the
+// view holds (and reads more of the snapshot): healing plans on a view with the window it
+// writes.
+func (m *Manager) loadView(ctx context.Context, hook maintenanceHook) (*resource.View, error) {
 	var a *resource.View
 	err := m.store.View(ctx, func(tx climate.Tx) error {
 		invRev, err := tx.InventoryRevision(ctx)
@@ -151,11 +161,14 @@ func (m *Manager) loadAvailability(ctx context.Context) (*resource.View, error) 
 		if err != nil {
 			return err
 		}
-		allocs, err := tx.ListAllocations(ctx, climate.AllocationFilter{From: m.now().Add(-historyKept)})
+		allocs, err := tx.ListAllocations(ctx, climate.AllocationFilter{From: m.now().Add(-historyKept - m.cfg.Cleaning)})
 		if err != nil {
 			return err
 		}
-		a = resource.NewView(hosts, fips, props, allocs)
+		if allocs, err = m.withMaintenance(ctx, tx, allocs, hook); err != nil { // hosts in maintenance are busy
+			return err
+		}
+		a = resource.NewView(hosts, fips, props, allocs, plan.WithCleaning(m.cfg.Cleaning))
 		a.Index.InventoryRevision, a.Index.AllocationRevision = invRev, allocRev
 		return nil
 	})
@@ -172,6 +185,11 @@ func (m *Manager) loadAvailability(ctx context.Context) (*resource.View, error) 
 func (m *Manager) commitChange(ctx context.Context, write func(climate.Tx) error, removed, added func() []climate.Allocation) error {
 	m.commitMu.Lock()
 	defer m.commitMu.Unlock()
+	return m.commitLocked(ctx, write, removed, added)
+}
+
+// commitLocked is commitChange for a caller that holds commitMu.
+func (m *Manager) commitLocked(ctx context.Context, write func(climate.Tx) error, removed, added func() []climate.Allocation) error {
 	// Only holders of commitMu replace the view or move its revision: both stay put here.
 	m.mu.RLock()
 	a := m.avail
@@ -202,8 +220,10 @@ func (m *Manager) commitChange(ctx context.Context, write func(climate.Tx) error
 	defer m.mu.Unlock()
 	if logged {
 		applyChanges(a, changes)
+		m.freed.note(removedOf(changes))
 	} else {
 		a.Apply(removed(), added())
+		m.freed.note(removed())
 	}
 	a.Index.AllocationRevision = after
 	return nil

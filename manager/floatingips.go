@@ -17,7 +17,7 @@ import (
 // floating_ip_address are required; the address is stored in canonical form, so
 // "2001:DB8::1" and "2001:db8::1" are one address, and "::ffff:172.24.4.1" is 172.24.4.1.
 func (m *Manager) CreateFloatingIP(ctx context.Context, who climate.Identity, req climate.FloatingIPRequest) (*climate.FloatingIP, error) {
-	if err := climate.RequireAdmin(who, "blazar:floatingips:post"); err != nil {
+	if err := m.allow(who, "blazar:floatingips:post", who.OwnTarget()); err != nil {
 		return nil, err
 	}
 	if req.FloatingNetworkID == "" {
@@ -62,7 +62,7 @@ func parseFloatingIP(s string) (netip.Addr, error) {
 // GetFloatingIP returns a floating IP: readers (of any project) and admins may see the
 // inventory, as in Blazar.
 func (m *Manager) GetFloatingIP(ctx context.Context, who climate.Identity, id string) (*climate.FloatingIP, error) {
-	if err := climate.RequireReader(who, "blazar:floatingips:get"); err != nil {
+	if err := m.allow(who, "blazar:floatingips:get", who.OwnTarget()); err != nil {
 		return nil, err
 	}
 	if err := checkFloatingIPID(id); err != nil {
@@ -78,7 +78,7 @@ func (m *Manager) GetFloatingIP(ctx context.Context, who climate.Identity, id st
 
 // ListFloatingIPs returns every floating IP in registration order.
 func (m *Manager) ListFloatingIPs(ctx context.Context, who climate.Identity) ([]climate.FloatingIP, error) {
-	if err := climate.RequireReader(who, "blazar:floatingips:get"); err != nil {
+	if err := m.allow(who, "blazar:floatingips:get", who.OwnTarget()); err != nil {
 		return nil, err
 	}
 	var fs []climate.FloatingIP
@@ -91,7 +91,7 @@ func (m *Manager) ListFloatingIPs(ctx context.Context, who climate.Identity) ([]
 
 // DeleteFloatingIP removes a floating IP from the inventory.
 func (m *Manager) DeleteFloatingIP(ctx context.Context, who climate.Identity, id string) error {
-	if err := climate.RequireAdmin(who, "blazar:floatingips:delete"); err != nil {
+	if err := m.allow(who, "blazar:floatingips:delete", who.OwnTarget()); err != nil {
 		return err
 	}
 	if err := checkFloatingIPID(id); err != nil {

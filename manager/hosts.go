@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"climate"
+	"climate/plan"
 	"climate/query"
 )
 
@@ -18,7 +19,7 @@ const maxCapabilityKey = 64
 // CreateHost registers a host. fields holds the request's keys: "name" (required), the
 // built-in host fields, and any other key as an extra capability.
 func (m *Manager) CreateHost(ctx context.Context, who climate.Identity, fields map[string]string) (*climate.Host, error) {
-	if err := climate.RequireAdmin(who, "blazar:oshosts:post"); err != nil {
+	if err := m.allow(who, "blazar:oshosts:post", who.OwnTarget()); err != nil {
 		return nil, err
 	}
 	name := fields["name"]
@@ -46,6 +47,7 @@ func (m *Manager) CreateHost(ctx context.Context, who climate.Identity, fields m
 	if err != nil {
 		return nil, err
 	}
+	m.WakeRetries() // more capacity, maybe: waiting leases may fit
 	return h, nil
 }
 
@@ -135,7 +137,7 @@ func nonNegativeInt(name, v string) (int, error) {
 
 // GetHost returns a host (admins only).
 func (m *Manager) GetHost(ctx context.Context, who climate.Identity, id string) (*climate.Host, error) {
-	if err := climate.RequireAdmin(who, "blazar:oshosts:get"); err != nil {
+	if err := m.allow(who, "blazar:oshosts:get", who.OwnTarget()); err != nil {
 		return nil, err
 	}
 	var h *climate.Host
@@ -149,7 +151,7 @@ func (m *Manager) GetHost(ctx context.Context, who climate.Identity, id string) 
 
 // ListHosts returns every host (admins only).
 func (m *Manager) ListHosts(ctx context.Context, who climate.Identity) ([]climate.Host, error) {
-	if err := climate.RequireAdmin(who, "blazar:oshosts:get"); err != nil {
+	if err := m.allow(who, "blazar:oshosts:get", who.OwnTarget()); err != nil {
 		return nil, err
 	}
 	var hosts []climate.Host
@@ -165,7 +167,7 @@ func (m *Manager) ListHosts(ctx context.Context, who climate.Identity) ([]climat
 // current or future reservation on the host filters on cannot change (Blazar's rule): the
 // reservation was granted the host because of its value.
 func (m *Manager) UpdateHost(ctx context.Context, who climate.Identity, id string, fields map[string]string) (*climate.Host, error) {
-	if err := climate.RequireAdmin(who, "blazar:oshosts:put"); err != nil {
+	if err := m.allow(who, "blazar:oshosts:put", who.OwnTarget()); err != nil {
 		return nil, err
 	}
 	if len(fields) == 0 {
@@ -197,13 +199,33 @@ func (m *Manager) UpdateHost(ctx context.Context, who climate.Identity, id strin
 		if err := m.checkPropertiesUnused(ctx, tx, id, changed); err != nil {
 			return err
 		}
+		if h.Capacity() != before.Capacity() {
+			if err := m.checkSlotsFit(ctx, tx, h); err != nil {
+				return err
+			}
+		}
 		h.UpdatedAt = m.now()
 		return tx.UpdateHost(ctx, h)
 	})
 	if err != nil {
 		return nil, err
 	}
+	m.WakeRetries() // more capacity, maybe: waiting leases may fit
 	return h, nil
+}
+
+// checkSlotsFit refuses a capacity below what the instance slots held on the host, now
+// or later, need at once.
+func (m *Manager) checkSlotsFit(ctx context.Context, tx climate.Tx, h *climate.Host) error {
+	allocs, err := tx.ListAllocations(ctx, climate.AllocationFilter{ResourceIDs: []string{h.ID}, From: m.now()})
+	if err != nil {
+		return err
+	}
+	if peak := plan.Peak(allocs); !peak.Within(h.Capacity()) {
+		return climate.Errorf(climate.CodeConflict, "Host %s holds instance slots needing %d vCPUs, %d MB of memory and %d GB of disk at once; its vcpus, memory_mb and local_gb cannot go below that",
+			h.HypervisorHostname, peak.VCPUs, peak.MemoryMB, peak.DiskGB)
+	}
+	return nil
 }
 
 // checkPropertiesUnused refuses changing properties that a current or future reservation
@@ -250,7 +272,7 @@ func (m *Manager) checkPropertiesUnused(ctx context.Context, tx climate.Tx, host
 
 // DeleteHost removes a host that no current or future allocation holds.
 func (m *Manager) DeleteHost(ctx context.Context, who climate.Identity, id string) error {
-	if err := climate.RequireAdmin(who, "blazar:oshosts:delete"); err != nil {
+	if err := m.allow(who, "blazar:oshosts:delete", who.OwnTarget()); err != nil {
 		return err
 	}
 	return m.store.Update(ctx, func(tx climate.Tx) error {
@@ -271,7 +293,7 @@ func (m *Manager) DeleteHost(ctx context.Context, who climate.Identity, id strin
 // ListHostProperties returns the extra-capability names known for hosts. Private ones
 // are listed only when all is set (admins see them; everyone else never does).
 func (m *Manager) ListHostProperties(ctx context.Context, who climate.Identity, all bool) ([]climate.PropertyInfo, error) {
-	if err := climate.RequireAdmin(who, "blazar:oshosts:get_resource_properties"); err != nil {
+	if err := m.allow(who, "blazar:oshosts:get_resource_properties", who.OwnTarget()); err != nil {
 		return nil, err
 	}
 	var out []climate.PropertyInfo
@@ -308,7 +330,7 @@ func (m *Manager) ListHostProperties(ctx context.Context, who climate.Identity, 
 
 // SetHostPropertyPrivate marks a host property private or public.
 func (m *Manager) SetHostPropertyPrivate(ctx context.Context, who climate.Identity, name string, private bool) (*climate.ResourceProperty, error) {
-	if err := climate.RequireAdmin(who, "blazar:oshosts:update_resource_properties"); err != nil {
+	if err := m.allow(who, "blazar:oshosts:update_resource_properties", who.OwnTarget()); err != nil {
 		return nil, err
 	}
 	p := &climate.ResourceProperty{ResourceType: climate.ResourceTypeHost, Name: name, Private: private, UpdatedAt: m.now()}

@@ -10,6 +10,7 @@ import (
 
 	"climate"
 	"climate/notify"
+	"climate/plan"
 	"climate/resource"
 )
 
@@ -29,21 +30,23 @@ func invalid(format string, args ...any) error {
 
 // GetLease returns a lease the caller may see.
 func (m *Manager) GetLease(ctx context.Context, who climate.Identity, id string) (*climate.Lease, error) {
-	if err := climate.RequireReader(who, "blazar:leases:get"); err != nil {
+	if err := m.allow(who, "blazar:leases:get", who.OwnTarget()); err != nil {
 		return nil, err
 	}
 	var l *climate.Lease
 	err := m.store.View(ctx, func(tx climate.Tx) error {
 		var err error
-		l, err = getOwnLease(ctx, tx, who, id)
+		l, err = m.getOwnLease(ctx, tx, who, id, "blazar:leases:get")
 		return err
 	})
 	return l, err
 }
 
 // getOwnLease loads a lease and hides it from other projects (as if it did not exist, so
-// ids of other projects' leases are not even confirmed).
-func getOwnLease(ctx context.Context, tx climate.Tx, who climate.Identity, id string) (*climate.Lease, error) {
+// ids of other projects' leases are not even confirmed), then checks rule on the lease's
+// project and user (with the default rules, always allowed once the caller's own
+// project passed them).
+func (m *Manager) getOwnLease(ctx context.Context, tx climate.Tx, who climate.Identity, id, rule string) (*climate.Lease, error) {
 	l, err := tx.GetLease(ctx, id)
 	if err != nil {
 		return nil, err
@@ -51,12 +54,15 @@ func getOwnLease(ctx context.Context, tx climate.Tx, who climate.Identity, id st
 	if !who.IsAdmin() && l.ProjectID != who.ProjectID {
 		return nil, climate.Errorf(climate.CodeNotFound, "Object with {'lease_id': '%s'} not found", id)
 	}
+	if err := m.allow(who, rule, leaseTarget(l)); err != nil {
+		return nil, err
+	}
 	return l, nil
 }
 
 // CreateLease validates, plans and books a lease for the caller's project.
 func (m *Manager) CreateLease(ctx context.Context, who climate.Identity, req climate.LeaseRequest) (*climate.Lease, error) {
-	if err := climate.RequireMember(who, "blazar:leases:post"); err != nil {
+	if err := m.allow(who, "blazar:leases:post", who.OwnTarget()); err != nil {
 		return nil, err
 	}
 	now := m.now()
@@ -81,13 +87,16 @@ func (m *Manager) CreateLease(ctx context.Context, who climate.Identity, req cli
 		if err != nil {
 			return nil, err
 		}
-		r, err := t.New(rr)
+		r, err := t.New(ctx, rr)
 		if err != nil {
 			return nil, err
 		}
 		r.ResourceType = t.Name()
 		r.ID, r.LeaseID, r.Status, r.CreatedAt = climate.NewID(), l.ID, climate.ReservationPending, now
 		l.Reservations = append(l.Reservations, r)
+	}
+	if err := checkLeaseType(req, l); err != nil {
+		return nil, err
 	}
 	var search *slotSearch
 	if req.Start.Earliest {
@@ -117,6 +126,16 @@ func (m *Manager) CreateLease(ctx context.Context, who climate.Identity, req cli
 		if err := m.setEvents(l, req.BeforeEnd, req.BeforeStart, now); err != nil {
 			return nil, err
 		}
+		if err := setRetryUntil(req, l); err != nil {
+			return nil, err
+		}
+	}
+	if m.cfg.Trusts != nil && !req.DryRun {
+		// As Blazar: the owner's roles are delegated to Climate for the lease's actions.
+		var err error
+		if l.TrustID, err = m.cfg.Trusts.Create(ctx, who); err != nil {
+			return nil, err
+		}
 	}
 	err := m.planAndCommit(ctx, l, nil, planOptions{dryRun: req.DryRun, search: search}, func(tx climate.Tx) error {
 		if err := tx.InsertLease(ctx, l); err != nil {
@@ -124,7 +143,11 @@ func (m *Manager) CreateLease(ctx context.Context, who climate.Identity, req cli
 		}
 		return notify.Add(ctx, tx, climate.NotifyLeaseCreate, l, nil, now)
 	})
+	if climate.ErrorCode(err) == climate.CodeConflict && l.Type.Waits() && !req.DryRun {
+		err = m.insertWaiting(ctx, l, now) // it waits for capacity
+	}
 	if err != nil {
+		m.deleteTrust(l) // no lease, no trust left behind (Blazar leaves it)
 		return nil, err
 	}
 	if req.DryRun {
@@ -201,14 +224,17 @@ type planOptions struct {
 	search *slotSearch // set for start_date "earliest"
 }
 
-// planAndCommit plans every host reservation of l over l's window and commits with write.
-// Inside the write transaction it re-checks that the inventory has not changed and that no
-// chosen host was booked meanwhile (the database, not the index, is the authority); on
+// planAndCommit plans every reservation of l over l's window and commits with write.
+// Inside the write transaction it re-checks that the inventory has not changed and that
+// what was chosen still fits beside what other leases hold now (no resource held whole
+// by two, slots within their host's capacity: the database, not the index, is the
+// authority); on
 // conflict it plans again on a fresh view. prev is the lease before an update (nil on
 // create): its hosts are preferred, and active reservations must keep all of theirs.
 func (m *Manager) planAndCommit(ctx context.Context, l, prev *climate.Lease, opts planOptions, write func(climate.Tx) error) error {
 	for attempt := 0; attempt < commitAttempts; attempt++ {
-		var chosen []string
+		var chosen, onHosts, onOthers []climate.Allocation
+		var capacity map[string]climate.Size
 		var invRev int64
 		err := m.view(ctx, func(a *resource.View) error {
 			if opts.search != nil { // "earliest": find the slot on this same view
@@ -223,6 +249,8 @@ func (m *Manager) planAndCommit(ctx context.Context, l, prev *climate.Lease, opt
 			}
 			chosen, err = m.planLease(l, prev, a, rotate)
 			invRev = a.Index.InventoryRevision
+			capacity = capacities(a, chosen)
+			onHosts, onOthers = splitHosts(a, chosen)
 			return err
 		})
 		if err != nil || opts.dryRun {
@@ -237,11 +265,12 @@ func (m *Manager) planAndCommit(ctx context.Context, l, prev *climate.Lease, opt
 				return climate.ErrConflictRetry
 			}
 			if len(chosen) > 0 {
-				clash, err := tx.ListAllocations(ctx, climate.AllocationFilter{ResourceIDs: chosen, From: l.Start, To: l.End, ExcludeLeaseID: l.ID})
+				c := m.cfg.Cleaning // hosts are kept free this long after each allocation
+				others, err := tx.ListAllocations(ctx, climate.AllocationFilter{ResourceIDs: resource.IDs(chosen), From: l.Start.Add(-c), To: l.End.Add(c), ExcludeLeaseID: l.ID})
 				if err != nil {
 					return err
 				}
-				if len(clash) > 0 {
+				if !plan.Fits(onHosts, others, capacity, c) || !plan.Fits(onOthers, others, capacity, 0) {
 					return climate.ErrConflictRetry
 				}
 			}
@@ -255,14 +284,13 @@ func (m *Manager) planAndCommit(ctx context.Context, l, prev *climate.Lease, opt
 }
 
 // planLease fills in the allocations of l's reservations, each planned by its type on the
-// same view (each excluding what the earlier ones chose), and returns every resource chosen.
-func (m *Manager) planLease(l, prev *climate.Lease, v *resource.View, rotate int) ([]string, error) {
-	current := map[string][]string{}
-	for _, r := range allocationsOf(prev) {
-		current[r.ReservationID] = append(current[r.ReservationID], r.ResourceID)
+// same view (each seeing what the earlier ones were given), and returns them all.
+func (m *Manager) planLease(l, prev *climate.Lease, v *resource.View, rotate int) ([]climate.Allocation, error) {
+	current := map[string][]climate.Allocation{}
+	for _, a := range allocationsOf(prev) {
+		current[a.ReservationID] = append(current[a.ReservationID], a)
 	}
-	taken := map[string]bool{}
-	var all []string
+	var all []climate.Allocation
 	for i := range l.Reservations {
 		r := &l.Reservations[i]
 		if r.Status == climate.ReservationDeleted {
@@ -273,40 +301,49 @@ func (m *Manager) planLease(l, prev *climate.Lease, v *resource.View, rotate int
 			return nil, err
 		}
 		had := current[r.ID]
-		chosen, err := t.Plan(v, l, r, had, taken, rotate)
+		chosen, err := t.Plan(v, l, r, had, all, rotate)
 		if err != nil {
 			return nil, err
 		}
 		if r.Status == climate.ReservationActive {
-			if lost := missing(had, chosen); len(lost) > 0 {
+			if lost := missing(resource.IDs(had), resource.IDs(chosen)); len(lost) > 0 {
 				return nil, climate.Errorf(climate.CodeConflict,
 					"Not enough resources available: reservation %s is active and would lose %s; an active reservation keeps what it holds",
 					r.ID, strings.Join(lost, ", "))
 			}
 		}
 		r.Allocations = allocationsFor(l, r, chosen)
-		for _, id := range chosen {
-			taken[id] = true
-		}
-		all = append(all, chosen...)
+		all = append(all, r.Allocations...)
 	}
 	return all, nil
 }
 
-// allocationsFor returns r's allocations on hosts over l's window, keeping the ids of
-// allocations r already had on the same hosts.
-func allocationsFor(l *climate.Lease, r *climate.Reservation, hosts []string) []climate.Allocation {
+// capacities returns the capacity of each host given slots in allocs, for the re-check.
+func capacities(v *resource.View, allocs []climate.Allocation) map[string]climate.Size {
+	out := map[string]climate.Size{}
+	for _, a := range allocs {
+		if h := v.Index.Host(a.ResourceID); h != nil && a.Shared() {
+			out[a.ResourceID] = h.Capacity()
+		}
+	}
+	return out
+}
+
+// allocationsFor completes r's planned allocations over l's window, keeping the ids of
+// allocations r already had on the same resources.
+func allocationsFor(l *climate.Lease, r *climate.Reservation, planned []climate.Allocation) []climate.Allocation {
 	old := make(map[string]string, len(r.Allocations))
 	for _, a := range r.Allocations {
 		old[a.ResourceID] = a.ID
 	}
-	out := make([]climate.Allocation, 0, len(hosts))
-	for _, h := range hosts {
-		id := old[h]
-		if id == "" {
-			id = climate.NewID()
+	out := make([]climate.Allocation, 0, len(planned))
+	for _, a := range planned {
+		a.ID = old[a.ResourceID]
+		if a.ID == "" {
+			a.ID = climate.NewID()
 		}
-		out = append(out, climate.Allocation{ID: id, ReservationID: r.ID, LeaseID: l.ID, ResourceID: h, Start: l.Start, End: l.End})
+		a.ReservationID, a.LeaseID, a.Start, a.End = r.ID, l.ID, l.Start, l.End
+		out = append(out, a)
 	}
 	return out
 }
@@ -329,11 +366,14 @@ func missing(want, got []string) []string {
 // UpdateLease changes a lease's name, dates, before_end date or reservations, following
 // Blazar's rules, and re-plans its hosts over the new window.
 func (m *Manager) UpdateLease(ctx context.Context, who climate.Identity, id string, u climate.LeaseUpdate) (*climate.Lease, error) {
-	if err := climate.RequireMember(who, "blazar:leases:put"); err != nil {
+	if err := m.allow(who, "blazar:leases:put", who.OwnTarget()); err != nil {
 		return nil, err
 	}
 	cur, err := m.GetLease(ctx, who, id)
 	if err != nil {
+		return nil, err
+	}
+	if err := m.allow(who, "blazar:leases:put", leaseTarget(cur)); err != nil {
 		return nil, err
 	}
 	if !cur.Status.IsStable() {
@@ -405,7 +445,7 @@ func (m *Manager) UpdateLease(ctx context.Context, who climate.Identity, id stri
 		if err != nil {
 			return nil, err
 		}
-		if err := t.Update(r, rr); err != nil {
+		if err := t.Update(ctx, r, rr); err != nil {
 			return nil, err
 		}
 		r.UpdatedAt = now
@@ -523,18 +563,19 @@ func (m *Manager) commitUpdate(ctx context.Context, cur, l *climate.Lease, repla
 		return err
 	}
 	m.eventsChanged()
+	m.WakeRetries() // what it held may let a waiting lease in
 	m.notified()
 	return nil
 }
 
 // DeleteLease deletes a lease with its reservations, allocations and events.
 func (m *Manager) DeleteLease(ctx context.Context, who climate.Identity, id string) error {
-	if err := climate.RequireMember(who, "blazar:leases:delete"); err != nil {
+	if err := m.allow(who, "blazar:leases:delete", who.OwnTarget()); err != nil {
 		return err
 	}
 	var deleted *climate.Lease
 	err := m.commitChange(ctx, func(tx climate.Tx) error {
-		l, err := getOwnLease(ctx, tx, who, id)
+		l, err := m.getOwnLease(ctx, tx, who, id, "blazar:leases:delete")
 		if err != nil {
 			return err
 		}
@@ -552,7 +593,9 @@ func (m *Manager) DeleteLease(ctx context.Context, who climate.Identity, id stri
 	if err != nil {
 		return err
 	}
+	m.deleteTrust(deleted)
 	m.eventsChanged()
+	m.WakeRetries() // what it held may let a waiting lease in
 	m.notified()
 	return nil
 }
@@ -585,4 +628,18 @@ func sameProgress(a, b *climate.Lease) bool {
 		}
 	}
 	return true
+}
+
+// deleteTrust deletes l's trust, if it has one; a failure is logged (the lease is gone
+// either way, and Keystone's admins can remove the trust).
+func (m *Manager) deleteTrust(l *climate.Lease) {
+	if m.cfg.Trusts == nil || l == nil || l.TrustID == "" {
+		return
+	}
+	// Not the request's context: the trust must go even if the caller hung up.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := m.cfg.Trusts.Delete(ctx, l.TrustID); err != nil {
+		m.cfg.Log.Warn("a deleted lease's trust could not be deleted", "lease", l.ID, "trust", l.TrustID, "err", err)
+	}
 }

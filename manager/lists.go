@@ -23,7 +23,7 @@ func markerNotFound(kind, id string) error {
 // reads: a lease created or deleted meanwhile may or may not be listed, but every lease
 // that exists throughout is listed once.
 func (m *Manager) ListLeases(ctx context.Context, who climate.Identity, q climate.LeaseQuery, fn func([]climate.Lease) error) (more bool, err error) {
-	if err := climate.RequireReader(who, "blazar:leases:get"); err != nil {
+	if err := m.allow(who, "blazar:leases:get", who.OwnTarget()); err != nil {
 		return false, err
 	}
 	f := climate.LeaseFilter{ProjectID: q.ProjectID, Name: q.Name, Statuses: q.Statuses}
@@ -98,7 +98,7 @@ func (m *Manager) ListLeases(ctx context.Context, who climate.Identity, q climat
 // reservations holding it to fn, batch by batch (admins only). The host ids are read
 // once; each batch's allocations are read in their own transaction.
 func (m *Manager) HostAllocations(ctx context.Context, who climate.Identity, q climate.AllocationQuery, fn func([]climate.HostAllocation) error) (more bool, err error) {
-	if err := climate.RequireAdmin(who, "blazar:oshosts:get_allocations"); err != nil {
+	if err := m.allow(who, "blazar:oshosts:get_allocations", who.OwnTarget()); err != nil {
 		return false, err
 	}
 	if !q.From.IsZero() && !q.To.IsZero() && !q.To.After(q.From) {
@@ -154,7 +154,7 @@ func (m *Manager) HostAllocations(ctx context.Context, who climate.Identity, q c
 		}
 		byHost := make(map[string][]climate.AllocatedReservation, len(f.ResourceIDs))
 		for _, a := range allocs {
-			byHost[a.ResourceID] = append(byHost[a.ResourceID], climate.AllocatedReservation{ID: a.ReservationID, LeaseID: a.LeaseID, Start: a.Start, End: a.End})
+			byHost[a.ResourceID] = append(byHost[a.ResourceID], climate.AllocatedReservation{ID: a.ReservationID, LeaseID: a.LeaseID, Start: a.Start, End: a.End, Slots: a.Slots})
 		}
 		batch := make([]climate.HostAllocation, len(f.ResourceIDs))
 		for i, id := range f.ResourceIDs {

@@ -5,14 +5,16 @@
 package manager
 
 import (
+	"context"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"climate"
+	"climate/policy"
 	"climate/resource"
-	"climate/resource/floatingip"
-	"climate/resource/host"
+	"climate/resource/builtin"
 )
 
 // Manager runs lease and inventory use-cases against a store.
@@ -29,6 +31,17 @@ type Manager struct {
 	commitMu sync.Mutex
 	// rebuilds and catchUps count how the view was refreshed (for tests and benchmarks).
 	rebuilds, catchUps atomic.Int64
+	// retryWake wakes RunRetries (WakeRetries): capacity may have freed.
+	retryWake chan struct{}
+	// freed records what the index lost since; refusedAt, under waitMu, when each waiting
+	// lease with a fixed window was last refused (RetryWaiting).
+	freed     freedLog
+	waitMu    sync.Mutex
+	refusedAt map[string]int64
+	// queue holds the waiting leases by id as of outbox position queueSeq (nil: not read
+	// yet), under waitMu (waitingQueue).
+	queue    map[string]climate.Lease
+	queueSeq int64
 }
 
 // Config tunes the manager.
@@ -40,6 +53,10 @@ type Config struct {
 	// when the request names no before_start_date; 0 disables it. The event is not created
 	// when the start is nearer than that.
 	BeforeStart time.Duration
+	// Cleaning is how long a host is kept free after each of its allocations (whole or
+	// instance slots) ends, before another may start: Blazar's [physical:host]
+	// cleaning_time. 0, the default, allows back-to-back leases. Floating IPs get none.
+	Cleaning time.Duration
 	// EventsChanged, when set, is called after a commit that added or moved events, so the
 	// engine can wake up before its timer if an event is now due earlier.
 	EventsChanged func()
@@ -48,6 +65,14 @@ type Config struct {
 	Notified func()
 	// Types are the resource types leases may reserve; nil means every built-in one.
 	Types resource.Types
+	// Policy decides who may do what (package policy); nil means Blazar's defaults,
+	// policy.Default().
+	Policy climate.Policy
+	// Trusts, with Keystone, delegates each lease's owner's roles to Climate: a lease is
+	// created with a trust (its trust_id) and deleting it deletes the trust. nil: none.
+	Trusts climate.Trusts
+	// Log receives what a caller cannot be told (a trust left behind); nil discards it.
+	Log *slog.Logger
 }
 
 // DefaultBeforeEnd is Blazar's default minutes_before_end_lease.
@@ -58,10 +83,27 @@ const commitAttempts = 8
 
 // New returns a manager.
 func New(store climate.Store, clock climate.Clock, cfg Config) *Manager {
-	if cfg.Types == nil {
-		cfg.Types = resource.Types{host.Type{}, floatingip.Type{}}
+	m := &Manager{store: store, clock: clock, cfg: cfg, retryWake: make(chan struct{}, 1), refusedAt: map[string]int64{}}
+	if m.cfg.Log == nil {
+		m.cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Manager{store: store, clock: clock, cfg: cfg}
+	if m.cfg.Types == nil {
+		m.cfg.Types = builtin.Types(m.flavor)
+	}
+	if m.cfg.Policy == nil {
+		m.cfg.Policy = policy.Default()
+	}
+	return m
+}
+
+// allow checks a policy rule for who on target (climate.Forbidden when refused).
+func (m *Manager) allow(who climate.Identity, rule string, target climate.Target) error {
+	return m.cfg.Policy.Check(who, rule, target)
+}
+
+// leaseTarget is a lease's project and user, for the rules checked once it is read.
+func leaseTarget(l *climate.Lease) climate.Target {
+	return climate.Target{ProjectID: l.ProjectID, UserID: l.UserID}
 }
 
 // now returns the current time at the store's precision.
@@ -78,4 +120,15 @@ func (m *Manager) notified() {
 	if m.cfg.Notified != nil {
 		m.cfg.Notified()
 	}
+}
+
+// flavor reads a flavor for a flavor:instance reservation.
+func (m *Manager) flavor(ctx context.Context, id string) (*climate.Flavor, error) {
+	var f *climate.Flavor
+	err := m.store.View(ctx, func(tx climate.Tx) error {
+		var err error
+		f, err = tx.GetFlavor(ctx, id)
+		return err
+	})
+	return f, err
 }

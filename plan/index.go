@@ -13,13 +13,22 @@ import (
 // overlap, a host's intervals are disjoint and sorted by end as well, so "is this host free
 // over [s, e)?" is one binary search. The index is immutable for readers except through
 // Apply, which the caller serializes against reads (the manager holds a RWMutex).
+//
+// With a cleaning time (WithCleaning; Blazar's cleaning_time), every hold keeps its host
+// for that long after it ends: the index stores each interval's end moved on by the
+// cleaning time, and pads every request's end the same way, so a request [s, e) conflicts
+// with a hold [a, b) exactly when s < b+cleaning and a < e+cleaning. Moving every end by
+// the same amount keeps ends sorted, even where old holds that were back to back now
+// overlap.
 type Index struct {
 	// Revisions of the store the index reflects (see climate.Tx).
 	InventoryRevision, AllocationRevision int64
 
+	clean  int64 // cleaning time, microseconds
 	hosts  []climate.Host
 	pos    map[string]int32 // host id → position
 	busy   [][]interval     // per host, sorted by start
+	shared [][]use          // per host, its instance slots' holds (shared.go)
 	leases map[string]int32 // lease id → small integer used in intervals
 	nextID int32
 
@@ -41,25 +50,52 @@ const (
 // maxCachedFilters bounds the filter cache; it is simply reset when full.
 const maxCachedFilters = 256
 
+// Option configures an Index.
+type Option func(*Index)
+
+// WithCleaning keeps every resource of the index free for d after each of its holds
+// (Blazar's [physical:host] cleaning_time): see Index.
+func WithCleaning(d time.Duration) Option {
+	return func(x *Index) { x.clean = max(d.Microseconds(), 0) }
+}
+
+// Cleaning returns the index's cleaning time.
+func (x *Index) Cleaning() time.Duration { return time.Duration(x.clean) * time.Microsecond }
+
 // NewIndex builds an index from the inventory and the allocations that may still matter.
-func NewIndex(hosts []climate.Host, allocs []climate.Allocation) *Index {
+func NewIndex(hosts []climate.Host, allocs []climate.Allocation, opts ...Option) *Index {
 	x := &Index{
 		hosts: hosts, pos: make(map[string]int32, len(hosts)), busy: make([][]interval, len(hosts)),
-		leases: map[string]int32{}, filters: map[string][]int32{},
+		shared: make([][]use, len(hosts)), leases: map[string]int32{}, filters: map[string][]int32{},
+	}
+	for _, o := range opts {
+		o(x)
 	}
 	for i := range hosts {
 		x.pos[hosts[i].ID] = int32(i)
 	}
 	for _, a := range allocs {
-		if p, ok := x.pos[a.ResourceID]; ok {
-			x.busy[p] = append(x.busy[p], interval{a.Start.UnixMicro(), a.End.UnixMicro(), x.leaseNum(a.LeaseID)})
+		if p, ok := x.pos[a.ResourceID]; ok && a.Shared() {
+			x.shared[p] = append(x.shared[p], use{start: a.Start.UnixMicro(), end: x.end(a.End), lease: x.leaseNum(a.LeaseID), size: a.Size.Times(a.Slots)})
+		} else if ok {
+			x.busy[p] = append(x.busy[p], interval{a.Start.UnixMicro(), x.end(a.End), x.leaseNum(a.LeaseID)})
 		}
 	}
 	for _, b := range x.busy {
 		sort.Slice(b, func(i, j int) bool { return b[i].start < b[j].start })
 	}
+	for _, b := range x.shared {
+		sort.Slice(b, func(i, j int) bool { return b[i].start < b[j].start })
+		fixMaxEnd(b, 0)
+	}
 	return x
 }
+
+// end is how the index stores a hold's or a request's end: moved on by the cleaning time.
+func (x *Index) end(t time.Time) int64 { return t.UnixMicro() + x.clean }
+
+// window returns a request's window as the index compares it: its end padded.
+func (x *Index) window(w Window) (s, e int64) { return w.Start.UnixMicro(), x.end(w.End) }
 
 func (x *Index) leaseNum(id string) int32 {
 	n, ok := x.leases[id]
@@ -74,8 +110,8 @@ func (x *Index) leaseNum(id string) int32 {
 // Allocations returns how many intervals the index holds.
 func (x *Index) Allocations() int {
 	n := 0
-	for _, b := range x.busy {
-		n += len(b)
+	for p, b := range x.busy {
+		n += len(b) + len(x.shared[p])
 	}
 	return n
 }
@@ -88,11 +124,15 @@ func (x *Index) Apply(remove, add []climate.Allocation) {
 		if !ok {
 			continue
 		}
+		if a.Shared() {
+			x.removeUse(p, a)
+			continue
+		}
 		lease, s := x.leases[a.LeaseID], a.Start.UnixMicro()
 		b := x.busy[p]
 		i := sort.Search(len(b), func(i int) bool { return b[i].start >= s })
 		for ; i < len(b) && b[i].start == s; i++ {
-			if b[i].lease == lease && b[i].end == a.End.UnixMicro() {
+			if b[i].lease == lease && b[i].end == x.end(a.End) {
 				x.busy[p] = append(b[:i], b[i+1:]...)
 				break
 			}
@@ -103,7 +143,11 @@ func (x *Index) Apply(remove, add []climate.Allocation) {
 		if !ok {
 			continue
 		}
-		iv := interval{a.Start.UnixMicro(), a.End.UnixMicro(), x.leaseNum(a.LeaseID)}
+		if a.Shared() {
+			x.addUse(p, a)
+			continue
+		}
+		iv := interval{a.Start.UnixMicro(), x.end(a.End), x.leaseNum(a.LeaseID)}
 		b := x.busy[p]
 		i := sort.Search(len(b), func(i int) bool { return b[i].start >= iv.start })
 		b = append(b, interval{})
@@ -113,10 +157,20 @@ func (x *Index) Apply(remove, add []climate.Allocation) {
 	}
 }
 
-// neighbours returns, for host p and window [s, e), whether it is free (ignoring intervals
-// of lease skip) and the free time around the window: from the previous interval's end to
-// the next one's start (math.MinInt64/MaxInt64 when none).
+// neighbours returns, for host p and window [s, e), whether it is free to be given whole
+// (ignoring lease skip's holds: no booking and no slots held in the window) and the free
+// time around the window: from the previous booking's end to the next one's start
+// (math.MinInt64/MaxInt64 when none).
 func (x *Index) neighbours(p int32, s, e int64, skip int32) (free bool, prevEnd, nextStart int64) {
+	free, prevEnd, nextStart = x.bookings(p, s, e, skip)
+	if !free || x.sharedBusy(p, s, e, skip) {
+		return false, 0, 0
+	}
+	return true, prevEnd, nextStart
+}
+
+// bookings is neighbours for whole-host bookings only (slots aside).
+func (x *Index) bookings(p int32, s, e int64, skip int32) (free bool, prevEnd, nextStart int64) {
 	b := x.busy[p]
 	prevEnd, nextStart = minTime, maxTime
 	// First interval ending after s: intervals are disjoint, so ends are sorted too.
@@ -207,12 +261,12 @@ type choice struct {
 // weighed fitScan × the hosts still wanted (at least minFitScan) free hosts: the best fit
 // among those, so a request's cost does not grow with the size of the inventory.
 func (x *Index) PlaceHosts(r HostRequest) ([]string, Explanation, error) {
-	s, e := r.Window.Start.UnixMicro(), r.Window.End.UnixMicro()
+	s, e := x.window(r.Window)
 	skip := int32(-1)
 	if n, ok := x.leases[r.Lease]; ok && r.Lease != "" {
 		skip = n
 	}
-	ex := Explanation{Requested: r.Min, Registered: len(x.hosts)}
+	ex := Explanation{Requested: r.Min, Registered: len(x.hosts), Cleaning: x.Cleaning()}
 	if r.Min > len(x.hosts) {
 		// Answered before any work: a client's number must not size the search.
 		return nil, ex, climate.Errorf(climate.CodeConflict, "Not enough hosts available: %d requested, only %d registered.", r.Min, len(x.hosts))

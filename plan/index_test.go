@@ -32,6 +32,25 @@ func bruteFree(book *workload.Book, allocs []climate.Allocation, q *query.Query,
 	return out
 }
 
+// padAllocs returns copies of allocs each ending clean later: with a cleaning time, the
+// brute force checks a request's window, its end padded too, against these.
+func padAllocs(allocs []climate.Allocation, clean time.Duration) []climate.Allocation {
+	out := make([]climate.Allocation, len(allocs))
+	for i, a := range allocs {
+		a.End = a.End.Add(clean)
+		out[i] = a
+	}
+	return out
+}
+
+// cleanings are the cleaning times the brute-force tests try: none, on the hour grid of
+// the bookings, and off it.
+var cleanings = []time.Duration{0, 17 * time.Minute, time.Hour, 90 * time.Minute, 5 * time.Hour}
+
+func padWindow(w workload.Window, clean time.Duration) workload.Window {
+	return workload.Window{Start: w.Start, End: w.End.Add(clean)}
+}
+
 func bookAllocations(b *workload.Book) []climate.Allocation {
 	var out []climate.Allocation
 	for _, l := range b.Leases {
@@ -62,33 +81,38 @@ func request(q *query.Query, w workload.Window) plan.HostRequest {
 	return r
 }
 
-// For every request window, the index's free hosts equal a brute-force scan of the book.
+// For every request window, the index's free hosts equal a brute-force scan of the book,
+// with and without a cleaning time (a host is free when no allocation, padded by the
+// cleaning time, overlaps the window padded by it too).
 func TestFreeHostsEqualBruteForce(t *testing.T) {
+	rng := rand.New(rand.NewSource(5))
 	for _, scale := range []struct{ h, r, windows int }{{100, 1000, 300}, {1000, 10000, 100}} {
 		book := workload.Generate(scale.h, scale.r)
-		allocs := bookAllocations(book)
-		x := plan.NewIndex(book.Hosts, allocs)
-		for _, q := range []*query.Query{nil, filtered(t)} {
-			for i, w := range workload.Windows(scale.windows) {
-				got := x.FreeHosts(request(q, w))
-				want := bruteFree(book, allocs, q, w, "")
-				if strings.Join(got, ",") != strings.Join(want, ",") {
-					t.Fatalf("H=%d window %d (%s): index says %d free, brute force %d", scale.h, i, q, len(got), len(want))
-				}
-				chosen, _, err := x.PlaceHosts(request(q, w))
-				if len(want) >= 10 && (err != nil || len(chosen) != 10) {
-					t.Fatalf("window %d: %d free but PlaceHosts gave %v, %v", i, len(want), chosen, err)
-				}
-				if len(want) < 10 && climate.ErrorCode(err) != climate.CodeConflict {
-					t.Fatalf("window %d: %d free but PlaceHosts did not refuse: %v", i, len(want), err)
-				}
-				free := map[string]bool{}
-				for _, id := range want {
-					free[id] = true
-				}
-				for _, id := range chosen {
-					if !free[id] {
-						t.Fatalf("window %d: chose busy host %s", i, id)
+		for _, clean := range []time.Duration{0, cleanings[1+rng.Intn(len(cleanings)-1)]} {
+			allocs := padAllocs(bookAllocations(book), clean)
+			x := plan.NewIndex(book.Hosts, bookAllocations(book), plan.WithCleaning(clean))
+			for _, q := range []*query.Query{nil, filtered(t)} {
+				for i, w := range workload.Windows(scale.windows) {
+					got := x.FreeHosts(request(q, w))
+					want := bruteFree(book, allocs, q, padWindow(w, clean), "")
+					if strings.Join(got, ",") != strings.Join(want, ",") {
+						t.Fatalf("H=%d cleaning %s window %d (%s): index says %d free, brute force %d", scale.h, clean, i, q, len(got), len(want))
+					}
+					chosen, _, err := x.PlaceHosts(request(q, w))
+					if len(want) >= 10 && (err != nil || len(chosen) != 10) {
+						t.Fatalf("window %d: %d free but PlaceHosts gave %v, %v", i, len(want), chosen, err)
+					}
+					if len(want) < 10 && climate.ErrorCode(err) != climate.CodeConflict {
+						t.Fatalf("window %d: %d free but PlaceHosts did not refuse: %v", i, len(want), err)
+					}
+					free := map[string]bool{}
+					for _, id := range want {
+						free[id] = true
+					}
+					for _, id := range chosen {
+						if !free[id] {
+							t.Fatalf("window %d: chose busy host %s", i, id)
+						}
 					}
 				}
 			}
@@ -97,13 +121,19 @@ func TestFreeHostsEqualBruteForce(t *testing.T) {
 }
 
 // Random requests booked one after another, each applied to the index as the manager does
-// after a commit: no plan may ever overlap an existing allocation, and deletes (Apply with
-// removals) free hosts again.
+// after a commit: no plan may ever come within the cleaning time of an existing allocation
+// (overlap, without one), and deletes (Apply with removals) free hosts again.
 func TestRandomBookingsNeverOverlap(t *testing.T) {
+	for _, clean := range []time.Duration{0, 90 * time.Minute} {
+		t.Run(clean.String(), func(t *testing.T) { randomBookingsNeverOverlap(t, clean) })
+	}
+}
+
+func randomBookingsNeverOverlap(t *testing.T, clean time.Duration) {
 	rng := rand.New(rand.NewSource(42))
 	book := workload.Generate(40, 200)
 	allocs := bookAllocations(book)
-	x := plan.NewIndex(book.Hosts, allocs)
+	x := plan.NewIndex(book.Hosts, allocs, plan.WithCleaning(clean))
 	booked := 0
 	for i := 0; i < 3000; i++ {
 		if i%7 == 6 && len(allocs) > 0 { // delete a random lease's allocations
@@ -131,8 +161,8 @@ func TestRandomBookingsNeverOverlap(t *testing.T) {
 		var add []climate.Allocation
 		for _, h := range hosts {
 			for _, a := range allocs {
-				if a.ResourceID == h && climate.Overlaps(a.Start, a.End, w.Start, w.End) {
-					t.Fatalf("request %d: host %s is already booked [%s, %s)", i, h, a.Start, a.End)
+				if a.ResourceID == h && climate.Overlaps(a.Start, a.End.Add(clean), w.Start, w.End.Add(clean)) {
+					t.Fatalf("request %d [%s, %s): host %s is booked [%s, %s), cleaning %s", i, w.Start, w.End, h, a.Start, a.End, clean)
 				}
 			}
 			add = append(add, climate.Allocation{LeaseID: lease, ResourceID: h, Start: w.Start, End: w.End})
@@ -150,19 +180,29 @@ func TestRandomBookingsNeverOverlap(t *testing.T) {
 }
 
 // The earliest slot is feasible, and no earlier candidate start (the search start or any
-// booking's end) is.
+// booking's end, plus the cleaning time) is; with a cleaning time a host must be free for
+// it after the window too.
 func TestEarliestSlotsEqualBruteForce(t *testing.T) {
 	book := workload.Generate(100, 1000)
-	allocs := bookAllocations(book)
-	x := plan.NewIndex(book.Hosts, allocs)
-	var ends []time.Time
-	for _, a := range allocs {
-		ends = append(ends, a.End)
-	}
-	sort.Slice(ends, func(i, j int) bool { return ends[i].Before(ends[j]) })
 	q := filtered(t)
 	rng := rand.New(rand.NewSource(3))
-	for trial := 0; trial < 60; trial++ {
+	indexes := map[time.Duration]*plan.Index{}
+	for trial := 0; trial < 120; trial++ {
+		clean := time.Duration(0)
+		if trial%3 > 0 {
+			clean = cleanings[rng.Intn(len(cleanings))]
+		}
+		x := indexes[clean]
+		if x == nil {
+			x = plan.NewIndex(book.Hosts, bookAllocations(book), plan.WithCleaning(clean))
+			indexes[clean] = x
+		}
+		allocs := padAllocs(bookAllocations(book), clean)
+		var ends []time.Time
+		for _, a := range allocs {
+			ends = append(ends, a.End)
+		}
+		sort.Slice(ends, func(i, j int) bool { return ends[i].Before(ends[j]) })
 		count := 1 + rng.Intn(12)
 		dur := time.Duration(1+rng.Intn(96)) * time.Hour
 		after := workload.T0.Add(time.Duration(rng.Intn(1500)) * time.Hour).Add(17 * time.Minute)
@@ -177,7 +217,7 @@ func TestEarliestSlotsEqualBruteForce(t *testing.T) {
 		}
 		slots := x.EarliestSlots(req)
 		feasible := func(s time.Time) int {
-			return len(bruteFree(book, allocs, qq, workload.Window{Start: s, End: s.Add(dur)}, ""))
+			return len(bruteFree(book, allocs, qq, workload.Window{Start: s, End: s.Add(dur + clean)}, ""))
 		}
 		var want time.Time
 		candidates := append([]time.Time{after}, ends...)
@@ -196,7 +236,7 @@ func TestEarliestSlotsEqualBruteForce(t *testing.T) {
 			continue
 		}
 		if len(slots) == 0 || !slots[0].Start.Equal(want) {
-			t.Fatalf("trial %d (count %d, %s): earliest %v, brute force %s", trial, count, dur, slots, want)
+			t.Fatalf("trial %d (count %d, %s, cleaning %s): earliest %v, brute force %s", trial, count, dur, clean, slots, want)
 		}
 		for _, s := range slots {
 			if n := feasible(s.Start); n < count || n != s.Free || s.End.After(deadline) {
@@ -206,10 +246,18 @@ func TestEarliestSlotsEqualBruteForce(t *testing.T) {
 	}
 }
 
+// Each bucket counts the hosts free for the whole of it, a host being busy during the
+// cleaning time after each allocation.
 func TestTimelineEqualsBruteForce(t *testing.T) {
+	for _, clean := range cleanings {
+		t.Run(clean.String(), func(t *testing.T) { timelineEqualsBruteForce(t, clean) })
+	}
+}
+
+func timelineEqualsBruteForce(t *testing.T, clean time.Duration) {
 	book := workload.Generate(100, 1000)
-	allocs := bookAllocations(book)
-	x := plan.NewIndex(book.Hosts, allocs)
+	allocs := padAllocs(bookAllocations(book), clean)
+	x := plan.NewIndex(book.Hosts, bookAllocations(book), plan.WithCleaning(clean))
 	q := filtered(t)
 	from := workload.T0.Add(100*time.Hour + 30*time.Minute)
 	to := from.Add(10*24*time.Hour + 5*time.Hour)

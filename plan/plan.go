@@ -45,9 +45,16 @@ type Explanation struct {
 	Excluded     int // hosts already taken by the same lease
 	Busy         int // matching hosts booked in the window
 	Free         int // matching hosts free in the window
+	// Cleaning is the index's cleaning time: a host booked within it of the window counts
+	// as booked.
+	Cleaning time.Duration
 }
 
 func (e Explanation) String() string {
-	return fmt.Sprintf("%d requested, %d free in the window; of %d registered hosts %d do not match the properties, %d are not reservable, %d are taken by this lease and %d are booked in the window",
+	s := fmt.Sprintf("%d requested, %d free in the window; of %d registered hosts %d do not match the properties, %d are not reservable, %d are taken by this lease and %d are booked in the window",
 		e.Requested, e.Free, e.Registered, e.FilteredOut, e.Unreservable, e.Excluded, e.Busy)
+	if e.Cleaning > 0 {
+		s += fmt.Sprintf(" or within the %s cleaning time kept free before and after each booking", e.Cleaning)
+	}
+	return s
 }

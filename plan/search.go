@@ -11,7 +11,7 @@ import (
 // FreeHosts returns the ids of reservable hosts matching r's filter that are free over
 // r.Window (ignoring r.Lease's own allocations), in registration order.
 func (x *Index) FreeHosts(r HostRequest) []string {
-	s, e := r.Window.Start.UnixMicro(), r.Window.End.UnixMicro()
+	s, e := x.window(r.Window)
 	skip := int32(-1)
 	if n, ok := x.leases[r.Lease]; ok && r.Lease != "" {
 		skip = n
@@ -48,7 +48,9 @@ type Slot struct {
 // matching hosts are free for r.Duration. Candidate starts are r.After and the ends of
 // existing bookings; each host contributes the starts from which it stays free for the
 // duration, and a sweep over those intervals (merged lazily across hosts with a heap)
-// stops at the first starts where enough hosts overlap.
+// stops at the first starts where enough hosts overlap. With a cleaning time a host must
+// stay free for it after the window too (bookings' ends are already padded), though the
+// window itself, not its cleaning, must end by the deadline.
 func (x *Index) EarliestSlots(r SlotRequest) []Slot {
 	after, deadline := r.After.UnixMicro(), r.Deadline.UnixMicro()
 	length := r.Duration.Microseconds()
@@ -56,13 +58,14 @@ func (x *Index) EarliestSlots(r SlotRequest) []Slot {
 	if r.Count <= 0 || length <= 0 || last < after {
 		return nil
 	}
+	length += x.clean
 	cands := x.candidates(&HostRequest{Match: r.Match, FilterKey: r.FilterKey})
 	if r.Count > len(cands) {
 		return nil // never enough, whatever the window: no sweep over every booking
 	}
 	var h slotHeap
 	for _, p := range cands {
-		it := &goodStarts{busy: x.busy[p], length: length, last: last, cur: after}
+		it := &goodStarts{busy: x.wholeBusy(p), length: length, last: last, cur: after}
 		it.i = sort.Search(len(it.busy), func(i int) bool { return it.busy[i].end > after })
 		if it.next() {
 			h = append(h, it)
@@ -183,7 +186,8 @@ func Buckets(from, to time.Time, step time.Duration) int64 {
 }
 
 // Timeline counts, for each bucket of width step in [from, to), the matching reservable
-// hosts free for the whole bucket. It also returns how many hosts match the filter.
+// hosts free for the whole bucket (a host is busy during the cleaning time after each of
+// its holds). It also returns how many hosts match the filter.
 func (x *Index) Timeline(match func(*climate.Host) bool, filterKey string, from, to time.Time, step time.Duration) ([]Bucket, int) {
 	cands := x.candidates(&HostRequest{Match: match, FilterKey: filterKey})
 	f, st := from.UnixMicro(), step.Microseconds()
@@ -194,7 +198,7 @@ func (x *Index) Timeline(match func(*climate.Host) bool, filterKey string, from,
 	n := int(n64)
 	diff := make([]int, n+1) // busy hosts per bucket, as a difference array
 	for _, p := range cands {
-		b := x.busy[p]
+		b := x.wholeBusy(p)
 		i := sort.Search(len(b), func(i int) bool { return b[i].end > f })
 		marked := -1 // last bucket already counted busy for this host
 		for ; i < len(b) && b[i].start < f+int64(n)*st; i++ {
@@ -220,4 +224,81 @@ func (x *Index) Timeline(match func(*climate.Host) bool, filterKey string, from,
 		out[k] = Bucket{Start: start.UTC(), End: end.UTC(), Free: len(cands) - busy}
 	}
 	return out, len(cands)
+}
+
+// SlotTimeline counts, for each bucket of width step in [from, to), how many slots of size
+// fit on the matching reservable hosts for the whole bucket: per host, the least room over
+// the bucket beside its slots, none while it is held whole; every hold lasts the cleaning
+// time longer.
+func (x *Index) SlotTimeline(size climate.Size, match func(*climate.Host) bool, filterKey string, from, to time.Time, step time.Duration) []int {
+	n64 := Buckets(from, to, step)
+	if n64 <= 0 || n64 > maxTimelineBuckets {
+		return nil
+	}
+	n, f, st := int(n64), from.UnixMicro(), step.Microseconds()
+	end := to.UnixMicro() // the last bucket may be shorter
+	total := make([]int, n)
+	room := make([]int, n)
+	constant := 0 // room on hosts with nothing in the range, the same in every bucket
+	type change struct {
+		at    int64
+		load  climate.Size
+		whole int
+	}
+	for _, p := range x.candidates(&HostRequest{Match: match, FilterKey: filterKey}) {
+		h := &x.hosts[p]
+		if !size.Within(h.Capacity()) {
+			continue
+		}
+		base := fits(h.Capacity(), climate.Size{}, size)
+		var changes []change
+		for _, iv := range x.busy[p] {
+			if iv.start < end && iv.end > f {
+				changes = append(changes, change{max(iv.start, f), climate.Size{}, 1}, change{min(iv.end, end), climate.Size{}, -1})
+			}
+		}
+		x.overlapping(p, f, end, -1, func(u *use) {
+			changes = append(changes, change{max(u.start, f), u.size, 0}, change{min(u.end, end), u.size.Times(-1), 0})
+		})
+		if len(changes) == 0 {
+			constant += base
+			continue
+		}
+		sort.Slice(changes, func(i, j int) bool { return changes[i].at < changes[j].at })
+		for k := range room {
+			room[k] = base
+		}
+		var load climate.Size
+		whole := 0
+		for i, c := range changes {
+			load, whole = load.Plus(c.load), whole+c.whole
+			if i+1 < len(changes) && changes[i+1].at == c.at {
+				continue
+			}
+			next := end
+			if i+1 < len(changes) {
+				next = changes[i+1].at
+			}
+			if next <= c.at {
+				continue
+			}
+			r := max(fits(h.Capacity(), load, size), 0)
+			if whole > 0 {
+				r = 0
+			}
+			if r >= base {
+				continue
+			}
+			for k := int((c.at - f) / st); k < n && f+int64(k)*st < next; k++ {
+				room[k] = min(room[k], r)
+			}
+		}
+		for k := range total {
+			total[k] += room[k]
+		}
+	}
+	for k := range total {
+		total[k] += constant
+	}
+	return total
 }

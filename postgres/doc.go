@@ -26,22 +26,31 @@
 // before taking a pooled connection, so writers waiting for the lock never take every
 // connection away from reads.
 //
-// # The exclusion constraint
+// # The exclusion constraints
 //
-// The invariant that matters most, no resource allocated to two overlapping windows, is
-// also stated to the database: allocations carry
+// The invariant that matters most, no resource double-booked, is also stated to the
+// database. An allocation holds either the whole resource (slots = 0) or some instance
+// slots of a shared host (slots > 0), and allocations carry
 //
-//	EXCLUDE USING gist (resource_id WITH =, tstzrange(start_at, end_at, '[)') WITH &&)
-//	DEFERRABLE INITIALLY DEFERRED
+//	allocations_no_overlap EXCLUDE USING gist (resource_id WITH =,
+//	    tstzrange(start_at, end_at, '[)') WITH &&) WHERE (slots = 0)
+//	allocations_whole_or_slots EXCLUDE USING gist (resource_id WITH =,
+//	    tstzrange(start_at, end_at, '[)') WITH &&, ((slots > 0)::int) WITH <>)
+//
+// both DEFERRABLE INITIALLY DEFERRED: two whole-resource allocations of one resource never
+// overlap, and a whole-resource allocation never overlaps a slot allocation. Slot
+// allocations may overlap each other; that they fit the host's capacity is not a
+// constraint but the manager's re-check inside the serialized write transaction.
 //
 // With the writer lock, the manager's re-check already prevents overlaps, so the
-// constraint normally never fires. It is there so the invariant holds even if application
-// code is wrong (a bug in planning or re-checking, a store method misused, a manual SQL
-// fix): such a write fails at COMMIT with SQLSTATE 23P01, which Update returns wrapping
-// climate.ErrConflictRetry, so the manager re-plans instead of double booking. It is
-// deferred so that a lease update rewriting its own rows is judged on the final state.
-// It needs the btree_gist extension, which Open creates in public (never in an
-// installation's schema: dropping one installation must not drop what the others use).
+// constraints normally never fire. They are there so the invariant holds even if
+// application code is wrong (a bug in planning or re-checking, a store method misused, a
+// manual SQL fix): such a write fails at COMMIT with SQLSTATE 23P01, which Update returns
+// wrapping climate.ErrConflictRetry whichever constraint fired, so the manager re-plans
+// instead of double booking. They are deferred so that a lease update rewriting its own
+// rows is judged on the final state. They need the btree_gist extension, which Open
+// creates in public (never in an installation's schema: dropping one installation must
+// not drop what the others use).
 //
 // # Reads, events, replicas
 //

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"climate"
 )
 
@@ -93,5 +95,89 @@ func TestExclusionConstraintIsDeferred(t *testing.T) {
 	})
 	if err != nil || len(ids) != 1 || ids[0] != "l-h1-new" {
 		t.Errorf("allocations: %v, %v; want [l-h1-new]", ids, err)
+	}
+}
+
+// Slot allocations (instance slots on a shared host) may overlap each other: their
+// capacity is the manager's re-check. A whole-resource allocation may overlap neither a
+// slot allocation of its resource nor another whole one; both are refused at commit.
+func TestExclusionConstraintSlots(t *testing.T) {
+	s := open(t, TestDSN(t))
+	size := climate.Size{VCPUs: 2, MemoryMB: 2048, DiskGB: 20}
+	slotLease := func(id string, start, end time.Time, slots int, hosts ...string) *climate.Lease {
+		l := testLease(id, start, end, hosts...)
+		r := &l.Reservations[0]
+		r.ResourceType, r.Amount, r.Size = "virtual:instance", slots*len(hosts), size
+		for i := range r.Allocations {
+			r.Allocations[i].Slots, r.Allocations[i].Size = slots, size
+		}
+		return l
+	}
+	// refused writes l and wants the write accepted by InsertLease or UpdateLease (the
+	// constraints are deferred) and refused at commit by constraint, as a conflict to
+	// re-plan.
+	refused := func(what string, l *climate.Lease, isUpdate bool, constraint string) {
+		t.Helper()
+		wrote := false
+		err := s.Update(ctx, func(tx climate.Tx) error {
+			var err error
+			if isUpdate {
+				err = tx.UpdateLease(ctx, l)
+			} else {
+				err = tx.InsertLease(ctx, l)
+			}
+			wrote = err == nil
+			return err
+		})
+		if !wrote {
+			t.Errorf("%s: the write itself failed (%v); want it refused only at commit", what, err)
+		}
+		var pe *pgconn.PgError
+		if !errors.Is(err, climate.ErrConflictRetry) || climate.ErrorCode(err) != climate.CodeConflict ||
+			!errors.As(err, &pe) || pe.Code != sqlExclusionViolation || pe.ConstraintName != constraint {
+			t.Errorf("%s: %v (code %s); want ErrConflictRetry from %s", what, err, climate.ErrorCode(err), constraint)
+		}
+	}
+	allocs := func(host string) []string {
+		t.Helper()
+		var ids []string
+		err := s.View(ctx, func(tx climate.Tx) error {
+			as, err := tx.ListAllocations(ctx, climate.AllocationFilter{ResourceIDs: []string{host}})
+			for _, a := range as {
+				ids = append(ids, a.ID)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+
+	// Overlapping slot allocations of h1 commit, from separate transactions and from one.
+	insert(t, s, slotLease("s1", t0, t0.Add(2*time.Hour), 2, "h1"))
+	insert(t, s, slotLease("s2", t0.Add(time.Hour), t0.Add(3*time.Hour), 1, "h1"),
+		slotLease("s3", t0.Add(30*time.Minute), t0.Add(90*time.Minute), 3, "h1"))
+	if got := allocs("h1"); len(got) != 3 {
+		t.Fatalf("slot allocations of h1: %v; want s1, s2, s3", got)
+	}
+
+	// A whole-resource allocation overlapping them is refused, whichever comes first.
+	refused("whole over slots", testLease("w1", t0.Add(2*time.Hour), t0.Add(4*time.Hour), "h1"), false, "allocations_whole_or_slots")
+	insert(t, s, testLease("w2", t0.Add(3*time.Hour), t0.Add(4*time.Hour), "h1")) // back to back with s2
+	refused("slots over whole", slotLease("s4", t0.Add(150*time.Minute), t0.Add(200*time.Minute), 1, "h1"), false, "allocations_whole_or_slots")
+	// Turning a slot allocation into a whole one (an update) is refused too.
+	s2 := slotLease("s2", t0.Add(time.Hour), t0.Add(3*time.Hour), 1, "h1")
+	s2.Reservations[0].Allocations[0].Slots = 0
+	refused("slots made whole", s2, true, "allocations_whole_or_slots")
+	if got := allocs("h1"); len(got) != 4 {
+		t.Errorf("allocations of h1: %v; want s1, s2, s3, w2", got)
+	}
+
+	// Two whole-resource allocations still may not overlap.
+	insert(t, s, testLease("w3", t0, t0.Add(time.Hour), "h2"))
+	refused("whole over whole", testLease("w4", t0.Add(30*time.Minute), t0.Add(2*time.Hour), "h2"), false, "allocations_no_overlap")
+	if got := allocs("h2"); len(got) != 1 || got[0] != "w3-h2" {
+		t.Errorf("allocations of h2: %v; want w3's", got)
 	}
 }

@@ -31,7 +31,8 @@ func (t *tx) ListLeases(ctx context.Context, f climate.LeaseFilter) ([]climate.L
 	return t.loadLeases(ctx, q, args, every)
 }
 
-const leaseSelect = `SELECT id, name, user_id, project_id, trust_id, start_at, end_at, status, degraded, created_at, updated_at FROM leases`
+const leaseSelect = `SELECT id, name, user_id, project_id, trust_id, start_at, end_at, status, degraded, created_at, updated_at,
+	lease_type, retry_until, priority FROM leases`
 
 // leaseQuery builds ListLeases' query for f.
 func leaseQuery(f climate.LeaseFilter) (string, []any) {
@@ -86,12 +87,14 @@ func (t *tx) loadLeases(ctx context.Context, q string, args []any, every bool) (
 	index := map[string]int{}
 	for rows.Next() {
 		var l climate.Lease
-		var updated *time.Time
-		if err := rows.Scan(&l.ID, &l.Name, &l.UserID, &l.ProjectID, &l.TrustID, &l.Start, &l.End, &l.Status, &l.Degraded, &l.CreatedAt, &updated); err != nil {
+		var updated, retryUntil *time.Time
+		if err := rows.Scan(&l.ID, &l.Name, &l.UserID, &l.ProjectID, &l.TrustID, &l.Start, &l.End, &l.Status, &l.Degraded, &l.CreatedAt, &updated,
+			&l.Type, &retryUntil, &l.Priority); err != nil {
 			rows.Close()
 			return nil, dbError(err)
 		}
 		l.Start, l.End, l.CreatedAt, l.UpdatedAt = fromTS(l.Start), fromTS(l.End), fromTS(l.CreatedAt), fromNullTS(updated)
+		l.RetryUntil = fromNullTS(retryUntil)
 		index[l.ID] = len(leases)
 		leases = append(leases, l)
 	}
@@ -113,8 +116,8 @@ func (t *tx) loadLeases(ctx context.Context, q string, args []any, every bool) (
 	}
 	resIndex := map[string][2]int{} // reservation id → lease index, reservation index
 	rows, err = t.q.Query(ctx, `SELECT id, lease_id, resource_type, status, min_count, max_count, hypervisor_properties,
-		resource_properties, before_end, network_id, amount, required_floatingips, missing_resources, resources_changed,
-		created_at, updated_at
+		resource_properties, before_end, network_id, amount, required_floatingips, vcpus, memory_mb, disk_gb, affinity,
+		server_group_id, missing_resources, resources_changed, created_at, updated_at
 		FROM reservations`+in+` ORDER BY created_at, id`, childArgs...)
 	if err != nil {
 		return nil, dbError(err)
@@ -124,8 +127,9 @@ func (t *tx) loadLeases(ctx context.Context, q string, args []any, every bool) (
 		var updated *time.Time
 		var required string
 		if err := rows.Scan(&r.ID, &r.LeaseID, &r.ResourceType, &r.Status, &r.Min, &r.Max, &r.HypervisorProperties,
-			&r.ResourceProperties, &r.BeforeEnd, &r.NetworkID, &r.Amount, &required, &r.MissingResources, &r.ResourcesChanged,
-			&r.CreatedAt, &updated); err != nil {
+			&r.ResourceProperties, &r.BeforeEnd, &r.NetworkID, &r.Amount, &required,
+			&r.Size.VCPUs, &r.Size.MemoryMB, &r.Size.DiskGB, &r.Affinity, &r.ServerGroupID,
+			&r.MissingResources, &r.ResourcesChanged, &r.CreatedAt, &updated); err != nil {
 			rows.Close()
 			return nil, dbError(err)
 		}
@@ -143,7 +147,7 @@ func (t *tx) loadLeases(ctx context.Context, q string, args []any, every bool) (
 		return nil, dbError(err)
 	}
 
-	rows, err = t.q.Query(ctx, `SELECT id, reservation_id, lease_id, resource_id, start_at, end_at
+	rows, err = t.q.Query(ctx, `SELECT `+allocationColumns+`
 		FROM allocations`+in+` ORDER BY resource_id, start_at, id`, childArgs...)
 	if err != nil {
 		return nil, dbError(err)
@@ -183,9 +187,13 @@ func (t *tx) loadLeases(ctx context.Context, q string, args []any, every bool) (
 
 type scanner interface{ Scan(...any) error }
 
+// allocationColumns are what scanAllocation reads.
+const allocationColumns = `id, reservation_id, lease_id, resource_id, start_at, end_at, slots, vcpus, memory_mb, disk_gb`
+
 func scanAllocation(s scanner) (climate.Allocation, error) {
 	var a climate.Allocation
-	if err := s.Scan(&a.ID, &a.ReservationID, &a.LeaseID, &a.ResourceID, &a.Start, &a.End); err != nil {
+	if err := s.Scan(&a.ID, &a.ReservationID, &a.LeaseID, &a.ResourceID, &a.Start, &a.End,
+		&a.Slots, &a.Size.VCPUs, &a.Size.MemoryMB, &a.Size.DiskGB); err != nil {
 		return a, dbError(err)
 	}
 	a.Start, a.End = fromTS(a.Start), fromTS(a.End)
@@ -200,9 +208,10 @@ func (t *tx) InsertLease(ctx context.Context, l *climate.Lease) error {
 	}
 	// ON CONFLICT DO NOTHING reports a duplicate without aborting the transaction, as the
 	// SQLite store leaves it usable.
-	tag, err := t.q.Exec(ctx, `INSERT INTO leases (id, name, user_id, project_id, trust_id, start_at, end_at, status, degraded, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (id) DO NOTHING`,
-		l.ID, l.Name, l.UserID, l.ProjectID, l.TrustID, ts(l.Start), ts(l.End), l.Status, l.Degraded, ts(l.CreatedAt), nullTS(l.UpdatedAt))
+	tag, err := t.q.Exec(ctx, `INSERT INTO leases (id, name, user_id, project_id, trust_id, start_at, end_at, status, degraded, created_at, updated_at,
+		lease_type, retry_until, priority) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) ON CONFLICT (id) DO NOTHING`,
+		l.ID, l.Name, l.UserID, l.ProjectID, l.TrustID, ts(l.Start), ts(l.End), l.Status, l.Degraded, ts(l.CreatedAt), nullTS(l.UpdatedAt),
+		l.Type, nullTS(l.RetryUntil), l.Priority)
 	if err != nil {
 		return dbError(err)
 	}
@@ -230,10 +239,13 @@ func (t *tx) InsertLease(ctx context.Context, l *climate.Lease) error {
 func (t *tx) insertReservation(ctx context.Context, leaseID string, r climate.Reservation) error {
 	tag, err := t.q.Exec(ctx, `INSERT INTO reservations (id, lease_id, resource_type, status, min_count, max_count,
 		hypervisor_properties, resource_properties, before_end, network_id, amount, required_floatingips,
+		vcpus, memory_mb, disk_gb, affinity, server_group_id,
 		missing_resources, resources_changed, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) ON CONFLICT (id) DO NOTHING`,
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)
+		ON CONFLICT (id) DO NOTHING`,
 		r.ID, leaseID, r.ResourceType, r.Status, r.Min, r.Max, r.HypervisorProperties, r.ResourceProperties, r.BeforeEnd,
 		r.NetworkID, r.Amount, encodeAddresses(r.RequiredFloatingIPs),
+		r.Size.VCPUs, r.Size.MemoryMB, r.Size.DiskGB, r.Affinity, r.ServerGroupID,
 		r.MissingResources, r.ResourcesChanged, ts(r.CreatedAt), nullTS(r.UpdatedAt))
 	if err != nil {
 		return dbError(err)
@@ -245,11 +257,12 @@ func (t *tx) insertReservation(ctx context.Context, leaseID string, r climate.Re
 }
 
 // insertAllocation names its conflict target: ON CONFLICT without one would make the
-// deferred exclusion constraint an arbiter, which PostgreSQL refuses.
+// deferred exclusion constraints arbiters, which PostgreSQL refuses.
 func (t *tx) insertAllocation(ctx context.Context, leaseID, reservationID string, a climate.Allocation) error {
-	tag, err := t.q.Exec(ctx, `INSERT INTO allocations (id, reservation_id, lease_id, resource_id, start_at, end_at)
-		VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING`,
-		a.ID, reservationID, leaseID, a.ResourceID, ts(a.Start), ts(a.End))
+	tag, err := t.q.Exec(ctx, `INSERT INTO allocations (`+allocationColumns+`)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (id) DO NOTHING`,
+		a.ID, reservationID, leaseID, a.ResourceID, ts(a.Start), ts(a.End),
+		a.Slots, a.Size.VCPUs, a.Size.MemoryMB, a.Size.DiskGB)
 	if err != nil {
 		return dbError(err)
 	}
@@ -284,8 +297,9 @@ func (t *tx) UpdateLease(ctx context.Context, l *climate.Lease) error {
 		return err
 	}
 	_, err = t.q.Exec(ctx, `UPDATE leases SET name = $1, user_id = $2, project_id = $3, trust_id = $4, start_at = $5, end_at = $6,
-		status = $7, degraded = $8, created_at = $9, updated_at = $10 WHERE id = $11`,
-		l.Name, l.UserID, l.ProjectID, l.TrustID, ts(l.Start), ts(l.End), l.Status, l.Degraded, ts(l.CreatedAt), nullTS(l.UpdatedAt), l.ID)
+		status = $7, degraded = $8, created_at = $9, updated_at = $10, lease_type = $11, retry_until = $12, priority = $13 WHERE id = $14`,
+		l.Name, l.UserID, l.ProjectID, l.TrustID, ts(l.Start), ts(l.End), l.Status, l.Degraded, ts(l.CreatedAt), nullTS(l.UpdatedAt),
+		l.Type, nullTS(l.RetryUntil), l.Priority, l.ID)
 	if err != nil {
 		return dbError(err)
 	}
@@ -316,10 +330,11 @@ func (t *tx) UpdateLease(ctx context.Context, l *climate.Lease) error {
 		} else if !reflect.DeepEqual(old, r) { // both normalized, Allocations nil
 			if _, err := t.q.Exec(ctx, `UPDATE reservations SET resource_type = $1, status = $2, min_count = $3, max_count = $4,
 				hypervisor_properties = $5, resource_properties = $6, before_end = $7, network_id = $8, amount = $9,
-				required_floatingips = $10, missing_resources = $11, resources_changed = $12,
-				created_at = $13, updated_at = $14 WHERE id = $15`,
+				required_floatingips = $10, vcpus = $11, memory_mb = $12, disk_gb = $13, affinity = $14, server_group_id = $15,
+				missing_resources = $16, resources_changed = $17, created_at = $18, updated_at = $19 WHERE id = $20`,
 				r.ResourceType, r.Status, r.Min, r.Max, r.HypervisorProperties, r.ResourceProperties, r.BeforeEnd,
 				r.NetworkID, r.Amount, encodeAddresses(r.RequiredFloatingIPs),
+				r.Size.VCPUs, r.Size.MemoryMB, r.Size.DiskGB, r.Affinity, r.ServerGroupID,
 				r.MissingResources, r.ResourcesChanged, r.CreatedAt, nullTS(r.UpdatedAt), r.ID); err != nil {
 				return dbError(err)
 			}
@@ -332,8 +347,10 @@ func (t *tx) UpdateLease(ctx context.Context, l *climate.Lease) error {
 					return err
 				}
 			} else if old != a {
-				if _, err := t.q.Exec(ctx, `UPDATE allocations SET reservation_id = $1, resource_id = $2, start_at = $3, end_at = $4 WHERE id = $5`,
-					a.ReservationID, a.ResourceID, a.Start, a.End, a.ID); err != nil {
+				if _, err := t.q.Exec(ctx, `UPDATE allocations SET reservation_id = $1, resource_id = $2, start_at = $3, end_at = $4,
+					slots = $5, vcpus = $6, memory_mb = $7, disk_gb = $8 WHERE id = $9`,
+					a.ReservationID, a.ResourceID, a.Start, a.End,
+					a.Slots, a.Size.VCPUs, a.Size.MemoryMB, a.Size.DiskGB, a.ID); err != nil {
 					return dbError(err)
 				}
 			}
@@ -507,7 +524,7 @@ func allocationQuery(f climate.AllocationFilter) (string, []any) {
 	if !f.To.IsZero() {
 		add("start_at < ?", ts(f.To))
 	}
-	q := `SELECT id, reservation_id, lease_id, resource_id, start_at, end_at FROM allocations`
+	q := `SELECT ` + allocationColumns + ` FROM allocations`
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}

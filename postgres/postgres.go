@@ -146,7 +146,7 @@ func (s *Store) write(ctx context.Context, fn func(*tx) error) error {
 	if err := fn(&tx{q: pgTx, write: true}); err != nil {
 		return err
 	}
-	// Deferred constraints (the exclusion constraint) are checked here.
+	// Deferred constraints (the exclusion constraints) are checked here.
 	return dbError(pgTx.Commit(ctx))
 }
 

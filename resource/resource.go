@@ -5,8 +5,10 @@
 package resource
 
 import (
+	"context"
 	"slices"
 	"strings"
+	"time"
 
 	"climate"
 	"climate/plan"
@@ -33,9 +35,11 @@ func (v *View) Apply(remove, add []climate.Allocation) {
 	}
 }
 
-// NewView builds a view from the inventory and the allocations that may still matter.
-func NewView(hosts []climate.Host, fips []climate.FloatingIP, props []climate.ResourceProperty, allocs []climate.Allocation) *View {
-	v := &View{Index: plan.NewIndex(hosts, allocs), Properties: make(map[string]climate.ResourceProperty, len(props)),
+// NewView builds a view from the inventory and the allocations that may still matter. The
+// options (plan.WithCleaning) configure the hosts' index only: a cleaning time is a host
+// setting, floating IPs get none.
+func NewView(hosts []climate.Host, fips []climate.FloatingIP, props []climate.ResourceProperty, allocs []climate.Allocation, hostOpts ...plan.Option) *View {
+	v := &View{Index: plan.NewIndex(hosts, allocs, hostOpts...), Properties: make(map[string]climate.ResourceProperty, len(props)),
 		Addresses: make(map[[2]string]*climate.FloatingIP, len(fips))}
 	for _, p := range props {
 		v.Properties[p.Name] = p
@@ -62,13 +66,79 @@ type Type interface {
 	Name() string
 	// New validates the reservation of a create request and returns it; the manager sets
 	// its ids, status and times.
-	New(rr climate.ReservationRequest) (climate.Reservation, error)
+	New(ctx context.Context, rr climate.ReservationRequest) (climate.Reservation, error)
 	// Update applies the fields an update request gives to r and validates the result.
-	Update(r *climate.Reservation, rr climate.ReservationRequest) error
-	// Plan chooses r's resources over l's window on v: those in had (r's before an update)
-	// first, none in taken (what the lease's earlier reservations chose). rotate, when not
-	// zero, makes it start its scan elsewhere (a retry after losing a race).
-	Plan(v *View, l *climate.Lease, r *climate.Reservation, had []string, taken map[string]bool, rotate int) ([]string, error)
+	Update(ctx context.Context, r *climate.Reservation, rr climate.ReservationRequest) error
+	// Plan chooses r's resources over l's window on v and returns them as allocations
+	// (ResourceID, and Slots and Size for slots of a shared resource; the manager sets the
+	// rest). had are r's allocations before an update, kept where they still fit; planned
+	// are what the lease's earlier reservations were given in this plan (a resource held
+	// whole there is taken; slots add to their host's load). rotate, when not zero, makes
+	// it start its scan elsewhere (a retry after losing a race).
+	Plan(v *View, l *climate.Lease, r *climate.Reservation, had, planned []climate.Allocation, rotate int) ([]climate.Allocation, error)
+	// Fields returns the keys r shows on the wire beside every reservation's common ones,
+	// as Blazar shows them for the type.
+	Fields(r *climate.Reservation) map[string]any
+	// Hosts returns the hosts r holds whole: what the lease's events act on (host hooks
+	// at start, before end and end; power management). None for a type whose resources
+	// are not hosts, or that shares its hosts with other leases.
+	Hosts(r *climate.Reservation) []string
+}
+
+// Hosts returns the hosts r holds whole according to its type in ts (none for a type ts
+// lacks).
+func (ts Types) Hosts(r *climate.Reservation) []string {
+	for _, t := range ts {
+		if t.Name() == r.ResourceType {
+			return t.Hosts(r)
+		}
+	}
+	return nil
+}
+
+// Searcher is a Type that finds, by itself and faster than planning at every candidate
+// start, the earliest windows in which one of its reservations fits.
+type Searcher interface {
+	// Earliest returns up to limit windows of length d in [after, deadline), earliest
+	// first, in which r fits on v.
+	Earliest(v *View, r *climate.Reservation, after, deadline time.Time, d time.Duration, limit int) ([]climate.Slot, error)
+}
+
+// Fields returns the wire keys of r's type, or none for a type ts lacks.
+func (ts Types) Fields(r *climate.Reservation) map[string]any {
+	for _, t := range ts {
+		if t.Name() == r.ResourceType {
+			return t.Fields(r)
+		}
+	}
+	return nil
+}
+
+// IDs returns the resource ids of allocations, in order.
+func IDs(allocs []climate.Allocation) []string {
+	out := make([]string, len(allocs))
+	for i, a := range allocs {
+		out[i] = a.ResourceID
+	}
+	return out
+}
+
+// Whole returns allocations of the whole of each resource in ids.
+func Whole(ids []string) []climate.Allocation {
+	out := make([]climate.Allocation, len(ids))
+	for i, id := range ids {
+		out[i].ResourceID = id
+	}
+	return out
+}
+
+// Taken returns the resources the allocations hold, whole or in part.
+func Taken(allocs []climate.Allocation) map[string]bool {
+	out := make(map[string]bool, len(allocs))
+	for _, a := range allocs {
+		out[a.ResourceID] = true
+	}
+	return out
 }
 
 // Types is the set of types a service offers, by name.
@@ -106,6 +176,8 @@ func given(rr climate.ReservationRequest) []string {
 		{"min", rr.Min != nil}, {"max", rr.Max != nil}, {"hypervisor_properties", rr.HypervisorProperties != nil},
 		{"resource_properties", rr.ResourceProperties != nil}, {"before_end", rr.BeforeEnd != nil},
 		{"network_id", rr.NetworkID != nil}, {"amount", rr.Amount != nil}, {"required_floatingips", rr.RequiredFloatingIPs != nil},
+		{"vcpus", rr.VCPUs != nil}, {"memory_mb", rr.MemoryMB != nil}, {"disk_gb", rr.DiskGB != nil},
+		{"affinity", rr.Affinity != nil}, {"flavor_id", rr.FlavorID != nil},
 	} {
 		if f.set {
 			out = append(out, f.name)

@@ -30,7 +30,8 @@ func (t *tx) ListLeases(ctx context.Context, f climate.LeaseFilter) ([]climate.L
 	return t.loadLeases(ctx, q, args, every)
 }
 
-const leaseSelect = `SELECT id, name, user_id, project_id, trust_id, start_at, end_at, status, degraded, created_at, updated_at FROM leases`
+const leaseSelect = `SELECT id, name, user_id, project_id, trust_id, start_at, end_at, status, degraded, created_at, updated_at,
+	lease_type, retry_until, priority FROM leases`
 
 // leaseQuery builds ListLeases' query for f.
 func leaseQuery(f climate.LeaseFilter) (string, []any) {
@@ -78,12 +79,14 @@ func (t *tx) loadLeases(ctx context.Context, q string, args []any, every bool) (
 	for rows.Next() {
 		var l climate.Lease
 		var start, end, created int64
-		var updated sql.NullInt64
-		if err := rows.Scan(&l.ID, &l.Name, &l.UserID, &l.ProjectID, &l.TrustID, &start, &end, &l.Status, &l.Degraded, &created, &updated); err != nil {
+		var updated, retryUntil sql.NullInt64
+		if err := rows.Scan(&l.ID, &l.Name, &l.UserID, &l.ProjectID, &l.TrustID, &start, &end, &l.Status, &l.Degraded, &created, &updated,
+			&l.Type, &retryUntil, &l.Priority); err != nil {
 			rows.Close()
 			return nil, internal(err)
 		}
 		l.Start, l.End, l.CreatedAt, l.UpdatedAt = fromMicros(start), fromMicros(end), fromMicros(created), fromNullMicros(updated)
+		l.RetryUntil = fromNullMicros(retryUntil)
 		index[l.ID] = len(leases)
 		leases = append(leases, l)
 	}
@@ -105,8 +108,8 @@ func (t *tx) loadLeases(ctx context.Context, q string, args []any, every bool) (
 	}
 	resIndex := map[string][2]int{} // reservation id → lease index, reservation index
 	rows, err = t.q.QueryContext(ctx, `SELECT id, lease_id, resource_type, status, min_count, max_count, hypervisor_properties,
-		resource_properties, before_end, network_id, amount, required_floatingips, missing_resources, resources_changed,
-		created_at, updated_at
+		resource_properties, before_end, network_id, amount, required_floatingips, vcpus, memory_mb, disk_gb, affinity,
+		server_group_id, missing_resources, resources_changed, created_at, updated_at
 		FROM reservations`+in+` ORDER BY created_at, id`, childArgs...)
 	if err != nil {
 		return nil, internal(err)
@@ -116,15 +119,20 @@ func (t *tx) loadLeases(ctx context.Context, q string, args []any, every bool) (
 		var created int64
 		var updated sql.NullInt64
 		var required string
+		var affinity sql.NullBool
 		if err := rows.Scan(&r.ID, &r.LeaseID, &r.ResourceType, &r.Status, &r.Min, &r.Max, &r.HypervisorProperties,
-			&r.ResourceProperties, &r.BeforeEnd, &r.NetworkID, &r.Amount, &required, &r.MissingResources, &r.ResourcesChanged,
-			&created, &updated); err != nil {
+			&r.ResourceProperties, &r.BeforeEnd, &r.NetworkID, &r.Amount, &required,
+			&r.Size.VCPUs, &r.Size.MemoryMB, &r.Size.DiskGB, &affinity, &r.ServerGroupID,
+			&r.MissingResources, &r.ResourcesChanged, &created, &updated); err != nil {
 			rows.Close()
 			return nil, internal(err)
 		}
 		if r.RequiredFloatingIPs, err = decodeAddresses(required); err != nil {
 			rows.Close()
 			return nil, err
+		}
+		if affinity.Valid {
+			r.Affinity = &affinity.Bool
 		}
 		r.CreatedAt, r.UpdatedAt = fromMicros(created), fromNullMicros(updated)
 		li := index[r.LeaseID]
@@ -136,7 +144,7 @@ func (t *tx) loadLeases(ctx context.Context, q string, args []any, every bool) (
 		return nil, internal(err)
 	}
 
-	rows, err = t.q.QueryContext(ctx, `SELECT id, reservation_id, lease_id, resource_id, start_at, end_at
+	rows, err = t.q.QueryContext(ctx, `SELECT `+allocationColumns+`
 		FROM allocations`+in+` ORDER BY resource_id, start_at, id`, childArgs...)
 	if err != nil {
 		return nil, internal(err)
@@ -176,10 +184,14 @@ func (t *tx) loadLeases(ctx context.Context, q string, args []any, every bool) (
 
 type scanner interface{ Scan(...any) error }
 
+// allocationColumns are what scanAllocation reads.
+const allocationColumns = `id, reservation_id, lease_id, resource_id, start_at, end_at, slots, vcpus, memory_mb, disk_gb`
+
 func scanAllocation(s scanner) (climate.Allocation, error) {
 	var a climate.Allocation
 	var start, end int64
-	if err := s.Scan(&a.ID, &a.ReservationID, &a.LeaseID, &a.ResourceID, &start, &end); err != nil {
+	if err := s.Scan(&a.ID, &a.ReservationID, &a.LeaseID, &a.ResourceID, &start, &end,
+		&a.Slots, &a.Size.VCPUs, &a.Size.MemoryMB, &a.Size.DiskGB); err != nil {
 		return a, internal(err)
 	}
 	a.Start, a.End = fromMicros(start), fromMicros(end)
@@ -192,9 +204,10 @@ func (t *tx) InsertLease(ctx context.Context, l *climate.Lease) error {
 	if err := t.writable(); err != nil {
 		return err
 	}
-	_, err := t.q.ExecContext(ctx, `INSERT INTO leases (id, name, user_id, project_id, trust_id, start_at, end_at, status, degraded, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		l.ID, l.Name, l.UserID, l.ProjectID, l.TrustID, micros(l.Start), micros(l.End), l.Status, l.Degraded, micros(l.CreatedAt), nullMicros(l.UpdatedAt))
+	_, err := t.q.ExecContext(ctx, `INSERT INTO leases (id, name, user_id, project_id, trust_id, start_at, end_at, status, degraded, created_at, updated_at,
+		lease_type, retry_until, priority) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		l.ID, l.Name, l.UserID, l.ProjectID, l.TrustID, micros(l.Start), micros(l.End), l.Status, l.Degraded, micros(l.CreatedAt), nullMicros(l.UpdatedAt),
+		l.Type, nullMicros(l.RetryUntil), l.Priority)
 	if isUnique(err) {
 		return climate.Errorf(climate.CodeConflict, "Lease %s already exists", l.ID)
 	}
@@ -222,10 +235,12 @@ func (t *tx) InsertLease(ctx context.Context, l *climate.Lease) error {
 func (t *tx) insertReservation(ctx context.Context, leaseID string, r climate.Reservation) error {
 	_, err := t.q.ExecContext(ctx, `INSERT INTO reservations (id, lease_id, resource_type, status, min_count, max_count,
 		hypervisor_properties, resource_properties, before_end, network_id, amount, required_floatingips,
+		vcpus, memory_mb, disk_gb, affinity, server_group_id,
 		missing_resources, resources_changed, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, leaseID, r.ResourceType, r.Status, r.Min, r.Max, r.HypervisorProperties, r.ResourceProperties, r.BeforeEnd,
 		r.NetworkID, r.Amount, encodeAddresses(r.RequiredFloatingIPs),
+		r.Size.VCPUs, r.Size.MemoryMB, r.Size.DiskGB, nullBool(r.Affinity), r.ServerGroupID,
 		r.MissingResources, r.ResourcesChanged, micros(r.CreatedAt), nullMicros(r.UpdatedAt))
 	if isUnique(err) {
 		return climate.Errorf(climate.CodeConflict, "Reservation %s already exists", r.ID)
@@ -234,8 +249,9 @@ func (t *tx) insertReservation(ctx context.Context, leaseID string, r climate.Re
 }
 
 func (t *tx) insertAllocation(ctx context.Context, leaseID, reservationID string, a climate.Allocation) error {
-	_, err := t.q.ExecContext(ctx, `INSERT INTO allocations (id, reservation_id, lease_id, resource_id, start_at, end_at) VALUES (?, ?, ?, ?, ?, ?)`,
-		a.ID, reservationID, leaseID, a.ResourceID, micros(a.Start), micros(a.End))
+	_, err := t.q.ExecContext(ctx, `INSERT INTO allocations (`+allocationColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		a.ID, reservationID, leaseID, a.ResourceID, micros(a.Start), micros(a.End),
+		a.Slots, a.Size.VCPUs, a.Size.MemoryMB, a.Size.DiskGB)
 	if isUnique(err) {
 		return climate.Errorf(climate.CodeConflict, "Allocation %s already exists", a.ID)
 	}
@@ -263,8 +279,9 @@ func (t *tx) UpdateLease(ctx context.Context, l *climate.Lease) error {
 		return err
 	}
 	_, err = t.q.ExecContext(ctx, `UPDATE leases SET name = ?, user_id = ?, project_id = ?, trust_id = ?, start_at = ?, end_at = ?,
-		status = ?, degraded = ?, created_at = ?, updated_at = ? WHERE id = ?`,
-		l.Name, l.UserID, l.ProjectID, l.TrustID, micros(l.Start), micros(l.End), l.Status, l.Degraded, micros(l.CreatedAt), nullMicros(l.UpdatedAt), l.ID)
+		status = ?, degraded = ?, created_at = ?, updated_at = ?, lease_type = ?, retry_until = ?, priority = ? WHERE id = ?`,
+		l.Name, l.UserID, l.ProjectID, l.TrustID, micros(l.Start), micros(l.End), l.Status, l.Degraded, micros(l.CreatedAt), nullMicros(l.UpdatedAt),
+		l.Type, nullMicros(l.RetryUntil), l.Priority, l.ID)
 	if err != nil {
 		return internal(err)
 	}
@@ -295,9 +312,11 @@ func (t *tx) UpdateLease(ctx context.Context, l *climate.Lease) error {
 		} else if !reflect.DeepEqual(old, r) { // both normalized, Allocations nil
 			if _, err := t.q.ExecContext(ctx, `UPDATE reservations SET resource_type = ?, status = ?, min_count = ?, max_count = ?,
 				hypervisor_properties = ?, resource_properties = ?, before_end = ?, network_id = ?, amount = ?,
-				required_floatingips = ?, missing_resources = ?, resources_changed = ?, created_at = ?, updated_at = ? WHERE id = ?`,
+				required_floatingips = ?, vcpus = ?, memory_mb = ?, disk_gb = ?, affinity = ?, server_group_id = ?,
+				missing_resources = ?, resources_changed = ?, created_at = ?, updated_at = ? WHERE id = ?`,
 				r.ResourceType, r.Status, r.Min, r.Max, r.HypervisorProperties, r.ResourceProperties, r.BeforeEnd,
 				r.NetworkID, r.Amount, encodeAddresses(r.RequiredFloatingIPs),
+				r.Size.VCPUs, r.Size.MemoryMB, r.Size.DiskGB, nullBool(r.Affinity), r.ServerGroupID,
 				r.MissingResources, r.ResourcesChanged, micros(r.CreatedAt), nullMicros(r.UpdatedAt), r.ID); err != nil {
 				return internal(err)
 			}
@@ -310,8 +329,10 @@ func (t *tx) UpdateLease(ctx context.Context, l *climate.Lease) error {
 					return err
 				}
 			} else if old != a {
-				if _, err := t.q.ExecContext(ctx, `UPDATE allocations SET reservation_id = ?, resource_id = ?, start_at = ?, end_at = ? WHERE id = ?`,
-					a.ReservationID, a.ResourceID, micros(a.Start), micros(a.End), a.ID); err != nil {
+				if _, err := t.q.ExecContext(ctx, `UPDATE allocations SET reservation_id = ?, resource_id = ?, start_at = ?, end_at = ?,
+					slots = ?, vcpus = ?, memory_mb = ?, disk_gb = ? WHERE id = ?`,
+					a.ReservationID, a.ResourceID, micros(a.Start), micros(a.End),
+					a.Slots, a.Size.VCPUs, a.Size.MemoryMB, a.Size.DiskGB, a.ID); err != nil {
 					return internal(err)
 				}
 			}
@@ -378,6 +399,14 @@ func normReservation(leaseID string, r climate.Reservation) climate.Reservation 
 		r.RequiredFloatingIPs = nil
 	}
 	return r
+}
+
+// nullBool is a nullable boolean as stored: NULL for nil, else 0 or 1.
+func nullBool(b *bool) any {
+	if b == nil {
+		return nil
+	}
+	return *b
 }
 
 // encodeAddresses is a reservation's required floating IPs as stored: a JSON array, "[]"
@@ -473,7 +502,7 @@ func allocationQuery(f climate.AllocationFilter) (string, []any) {
 	if !f.To.IsZero() {
 		where, args = append(where, "start_at < ?"), append(args, micros(f.To))
 	}
-	q := `SELECT id, reservation_id, lease_id, resource_id, start_at, end_at FROM allocations`
+	q := `SELECT ` + allocationColumns + ` FROM allocations`
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}

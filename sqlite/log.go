@@ -32,7 +32,8 @@ func (t *tx) AllocationChanges(ctx context.Context, since int64) ([]climate.Allo
 	if lo > hi {
 		hi, lo2, hi2 = logSlots-1, 0, hi
 	}
-	rows, err := t.q.QueryContext(ctx, `SELECT revision, added, id, reservation_id, lease_id, resource_id, start_at, end_at
+	rows, err := t.q.QueryContext(ctx, `SELECT revision, added, id, reservation_id, lease_id, resource_id, start_at, end_at,
+		slots, vcpus, memory_mb, disk_gb
 		FROM allocation_log WHERE (slot BETWEEN ? AND ? OR slot BETWEEN ? AND ?) AND revision > ?
 		ORDER BY revision, added`, lo, hi, lo2, hi2, since)
 	if err != nil {
@@ -45,7 +46,8 @@ func (t *tx) AllocationChanges(ctx context.Context, since int64) ([]climate.Allo
 		var added bool
 		var start, end int64
 		a := &c.Allocation
-		if err := rows.Scan(&c.Revision, &added, &a.ID, &a.ReservationID, &a.LeaseID, &a.ResourceID, &start, &end); err != nil {
+		if err := rows.Scan(&c.Revision, &added, &a.ID, &a.ReservationID, &a.LeaseID, &a.ResourceID, &start, &end,
+			&a.Slots, &a.Size.VCPUs, &a.Size.MemoryMB, &a.Size.DiskGB); err != nil {
 			return nil, false, internal(err)
 		}
 		c.Removed, a.Start, a.End = !added, fromMicros(start), fromMicros(end)

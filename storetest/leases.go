@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -11,6 +12,24 @@ import (
 
 // resourceTypeFloatingIP is Blazar's name for floating IP reservations.
 const resourceTypeFloatingIP = "virtual:floatingip"
+
+// resourceTypeInstance and resourceTypeFlavorInstance are Blazar's names for instance
+// reservations, whose allocations hold slots of shared hosts.
+const (
+	resourceTypeInstance       = "virtual:instance"
+	resourceTypeFlavorInstance = "flavor:instance"
+)
+
+// boolPtr returns a pointer to a fresh copy of b.
+func boolPtr(b bool) *bool { return &b }
+
+// affinityString shows a reservation's affinity: nil, true or false.
+func affinityString(a *bool) string {
+	if a == nil {
+		return "nil"
+	}
+	return fmt.Sprint(*a)
+}
 
 // fullLease sets every field, with children deliberately out of the contract's order.
 func fullLease() *climate.Lease {
@@ -43,6 +62,31 @@ func fullLease() *climate.Lease {
 		ID: "l1-r3", LeaseID: "l1", ResourceType: resourceTypeFloatingIP, Status: climate.ReservationPending,
 		NetworkID: "net-ext", Amount: 1, RequiredFloatingIPs: []string{}, CreatedAt: t0.Add(2 * time.Second),
 	})
+	// Instance reservations, one per affinity (true, false, nil), holding slots of shared
+	// hosts: h4 is shared by two reservations' slot allocations over one window.
+	small, large := climate.Size{VCPUs: 1, MemoryMB: 512, DiskGB: 0}, climate.Size{VCPUs: 4, MemoryMB: 8192, DiskGB: 80}
+	l.Reservations = append(l.Reservations, climate.Reservation{
+		ID: "l1-r4", LeaseID: "l1", ResourceType: resourceTypeInstance, Status: climate.ReservationActive,
+		Amount: 3, Size: climate.Size{VCPUs: 2, MemoryMB: 4096, DiskGB: 40}, Affinity: boolPtr(true), ServerGroupID: "sg-1",
+		BeforeEnd: "default", CreatedAt: t0.Add(3 * time.Second),
+		Allocations: []climate.Allocation{{ID: "l1-s4", ReservationID: "l1-r4", LeaseID: "l1", ResourceID: "h4",
+			Start: start, End: end, Slots: 3, Size: climate.Size{VCPUs: 2, MemoryMB: 4096, DiskGB: 40}}},
+	}, climate.Reservation{
+		ID: "l1-r5", LeaseID: "l1", ResourceType: resourceTypeInstance, Status: climate.ReservationActive,
+		Amount: 2, Size: small, Affinity: boolPtr(false), ServerGroupID: "sg-2", CreatedAt: t0.Add(3 * time.Second),
+		Allocations: []climate.Allocation{
+			{ID: "l1-s6", ReservationID: "l1-r5", LeaseID: "l1", ResourceID: "h6", Start: start, End: end, Slots: 1, Size: small},
+			{ID: "l1-s5", ReservationID: "l1-r5", LeaseID: "l1", ResourceID: "h5", Start: start, End: end, Slots: 1, Size: small},
+		},
+	}, climate.Reservation{
+		ID: "l1-r6", LeaseID: "l1", ResourceType: resourceTypeFlavorInstance, Status: climate.ReservationPending,
+		Amount: 4, Size: large, ResourceProperties: `{"id": "f-large", "extra_specs": {"hw:cpu_policy": "dedicated"}}`,
+		CreatedAt: t0.Add(3 * time.Second),
+		Allocations: []climate.Allocation{
+			{ID: "l1-s7", ReservationID: "l1-r6", LeaseID: "l1", ResourceID: "h7", Start: start, End: end, Slots: 2, Size: large},
+			{ID: "l1-s4b", ReservationID: "l1-r6", LeaseID: "l1", ResourceID: "h4", Start: start, End: end, Slots: 2, Size: large},
+		},
+	})
 	l.Events = append([]climate.Event{{
 		ID: "l1-e3", LeaseID: "l1", Type: climate.EventBeforeEndLease, Time: end.Add(-time.Hour),
 		Status: climate.EventDone, CreatedAt: t0.Add(time.Second), UpdatedAt: t0.Add(3 * time.Second),
@@ -52,6 +96,7 @@ func fullLease() *climate.Lease {
 
 func testLeaseRoundTrip(t *testing.T, s climate.Store) {
 	l := fullLease()
+	start, end := l.Start, l.End
 	update(t, s, func(tx climate.Tx) error {
 		if err := tx.InsertLease(ctx, l); err != nil {
 			return err
@@ -76,12 +121,12 @@ func testLeaseRoundTrip(t *testing.T, s climate.Store) {
 	for _, r := range got.Reservations {
 		ids = append(ids, r.ID)
 	}
-	if !reflect.DeepEqual(ids, []string{"l1-r0", "l1-r1", "l1-r2", "l1-r3"}) {
+	if !reflect.DeepEqual(ids, []string{"l1-r0", "l1-r1", "l1-r2", "l1-r3", "l1-r4", "l1-r5", "l1-r6"}) {
 		t.Errorf("reservations in order %v, want by creation", ids)
 	}
 	// checkLease compares with nil for an empty list; say so plainly if a store drops the
 	// floating IP fields or returns an empty slice.
-	if len(got.Reservations) == 4 {
+	if len(got.Reservations) == 7 {
 		fip, none := got.Reservations[2], got.Reservations[3]
 		if fip.NetworkID != "net-ext" || fip.Amount != 3 || !reflect.DeepEqual(fip.RequiredFloatingIPs, []string{"172.24.4.10", "2001:db8::5"}) {
 			t.Errorf("floating IP reservation: network %q, amount %d, required %#v; want net-ext, 3, both addresses",
@@ -90,6 +135,36 @@ func testLeaseRoundTrip(t *testing.T, s climate.Store) {
 		if none.RequiredFloatingIPs != nil {
 			t.Errorf("empty required floating IPs come back %#v, want nil", none.RequiredFloatingIPs)
 		}
+		checkInstanceFields(t, "GetLease", got.Reservations[4:], l.Reservations[len(l.Reservations)-3:])
+	}
+
+	// ListLeases returns the same, by the plain scan (every lease) and by the filtered
+	// query alike; so does ListAllocations for the slot allocations.
+	for _, f := range []climate.LeaseFilter{{}, {ProjectID: "p1"}} {
+		var leases []climate.Lease
+		view(t, s, func(tx climate.Tx) (err error) { leases, err = tx.ListLeases(ctx, f); return err })
+		if len(leases) != 1 {
+			t.Fatalf("ListLeases(%+v): %d leases, want 1", f, len(leases))
+		}
+		checkLease(t, &leases[0], *l)
+		if len(leases[0].Reservations) == 7 {
+			checkInstanceFields(t, fmt.Sprintf("ListLeases(%+v)", f), leases[0].Reservations[4:], l.Reservations[len(l.Reservations)-3:])
+		}
+	}
+	var wantSlots []climate.Allocation
+	for _, r := range l.Reservations[len(l.Reservations)-3:] {
+		wantSlots = append(wantSlots, r.Allocations...)
+	}
+	wantSlots = canonAllocations(wantSlots)
+	for _, f := range []climate.AllocationFilter{
+		{ResourceIDs: []string{"h4", "h5", "h6", "h7"}},
+		{LeaseID: "l1", ResourceIDs: []string{"h4", "h5", "h6", "h7"}, From: start, To: end},
+	} {
+		var allocs []climate.Allocation
+		view(t, s, func(tx climate.Tx) (err error) { allocs, err = tx.ListAllocations(ctx, f); return err })
+		if !reflect.DeepEqual(allocs, wantSlots) {
+			t.Errorf("ListAllocations(%+v):\n got %+v\nwant %+v", f, allocs, wantSlots)
+		}
 	}
 
 	// A lease without children round-trips too.
@@ -97,6 +172,36 @@ func testLeaseRoundTrip(t *testing.T, s climate.Store) {
 		Status: climate.LeasePending, CreatedAt: t0}
 	insertLeases(t, s, bare)
 	checkLease(t, getLease(t, s, "l2"), *bare)
+}
+
+// checkInstanceFields compares the instance fields of reservations a store returned with
+// those written, in order, saying plainly which field was lost: checkLease's comparison
+// would flag it too, less readably.
+func checkInstanceFields(t *testing.T, what string, got, want []climate.Reservation) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("%s: %d instance reservations, want %d", what, len(got), len(want))
+		return
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.ID != w.ID || g.Amount != w.Amount || g.Size != w.Size || affinityString(g.Affinity) != affinityString(w.Affinity) ||
+			g.ServerGroupID != w.ServerGroupID {
+			t.Errorf("%s: reservation %s: amount %d, size %+v, affinity %s, server group %q; want %s: %d, %+v, %s, %q", what,
+				g.ID, g.Amount, g.Size, affinityString(g.Affinity), g.ServerGroupID,
+				w.ID, w.Amount, w.Size, affinityString(w.Affinity), w.ServerGroupID)
+		}
+		wa := canonAllocations(w.Allocations)
+		if len(g.Allocations) != len(wa) {
+			t.Errorf("%s: reservation %s: %d allocations, want %d", what, g.ID, len(g.Allocations), len(wa))
+			continue
+		}
+		for j, a := range g.Allocations {
+			if a.ID != wa[j].ID || a.Slots != wa[j].Slots || a.Size != wa[j].Size {
+				t.Errorf("%s: allocation %s: %d slots of %+v; want %s: %d of %+v", what, a.ID, a.Slots, a.Size, wa[j].ID, wa[j].Slots, wa[j].Size)
+			}
+		}
+	}
 }
 
 func testListLeases(t *testing.T, s climate.Store) {
@@ -281,6 +386,24 @@ func testUpdateLeaseSyncsChildren(t *testing.T, s climate.Store) {
 		ID: "l1-r5", LeaseID: "l1", ResourceType: resourceTypeFloatingIP, Status: climate.ReservationPending,
 		NetworkID: "net-a", Amount: 2, RequiredFloatingIPs: []string{"172.24.4.1", "172.24.4.2"}, CreatedAt: t0.Add(2 * time.Second),
 	})
+	// Instance reservations whose affinity the update cycles (nil → true → false → nil)
+	// and whose sizes, server groups and slot allocations it changes.
+	instance := func(id string, amount int, size climate.Size, affinity *bool, group string, allocs ...climate.Allocation) climate.Reservation {
+		for i := range allocs {
+			allocs[i].ReservationID, allocs[i].LeaseID, allocs[i].Start, allocs[i].End, allocs[i].Size = id, "l1", start, end, size
+		}
+		return climate.Reservation{ID: id, LeaseID: "l1", ResourceType: resourceTypeInstance, Status: climate.ReservationPending,
+			Amount: amount, Size: size, Affinity: affinity, ServerGroupID: group, CreatedAt: t0.Add(3 * time.Second),
+			Allocations: allocs}
+	}
+	l.Reservations = append(l.Reservations,
+		instance("l1-r6", 2, climate.Size{VCPUs: 2, MemoryMB: 2048, DiskGB: 20}, nil, "",
+			climate.Allocation{ID: "l1-s-h6", ResourceID: "h6", Slots: 2}),
+		instance("l1-r7", 1, climate.Size{VCPUs: 1, MemoryMB: 1024, DiskGB: 10}, boolPtr(true), "sg-a",
+			climate.Allocation{ID: "l1-s-h7", ResourceID: "h7", Slots: 1}),
+		instance("l1-r8", 2, climate.Size{VCPUs: 1, MemoryMB: 1024, DiskGB: 10}, boolPtr(false), "sg-b",
+			climate.Allocation{ID: "l1-s-h8", ResourceID: "h8", Slots: 1}, climate.Allocation{ID: "l1-s-h10", ResourceID: "h10", Slots: 1}),
+	)
 	l.Events = append(l.Events, climate.Event{ID: "l1-e3", LeaseID: "l1", Type: climate.EventBeforeEndLease,
 		Time: end.Add(-time.Hour), Status: climate.EventUndone, CreatedAt: t0})
 	insertLeases(t, s, l, newLease("other", "p1", start, end, "h9"))
@@ -304,7 +427,21 @@ func testUpdateLeaseSyncsChildren(t *testing.T, s climate.Store) {
 	r4, r5 := *reservation(t, l, "l1-r4"), *reservation(t, l, "l1-r5")
 	r4.NetworkID, r4.Amount, r4.RequiredFloatingIPs = "net-b", 3, []string{"2001:db8::7"}
 	r5.Amount, r5.RequiredFloatingIPs = 1, []string{}
-	l.Reservations = []climate.Reservation{r1, r3, r4, r5}
+	// r6: affinity nil → true, a server group, a larger size; its allocation (same id)
+	// drops to one slot of the new size. r7: affinity true → false, three slots. r8:
+	// affinity false → nil, no server group, a new size; h8's allocation changes only its
+	// size, h10's is dropped.
+	r6, r7, r8 := *reservation(t, l, "l1-r6"), *reservation(t, l, "l1-r7"), *reservation(t, l, "l1-r8")
+	r6.Affinity, r6.ServerGroupID, r6.Size = boolPtr(true), "sg-c", climate.Size{VCPUs: 4, MemoryMB: 4096, DiskGB: 40}
+	r6.Allocations = []climate.Allocation{r6.Allocations[0]}
+	r6.Allocations[0].Slots, r6.Allocations[0].Size = 1, r6.Size
+	r7.Affinity, r7.Amount = boolPtr(false), 3
+	r7.Allocations = []climate.Allocation{r7.Allocations[0]}
+	r7.Allocations[0].Slots = 3
+	r8.Affinity, r8.ServerGroupID, r8.Size = nil, "", climate.Size{VCPUs: 2, MemoryMB: 512}
+	r8.Allocations = []climate.Allocation{*allocation(t, &r8, "l1-s-h8")}
+	r8.Allocations[0].Size = r8.Size
+	l.Reservations = []climate.Reservation{r1, r3, r4, r5, r6, r7, r8}
 	// Drop before_end, move end, mark start done, add a new event.
 	e1, e2 := *l.Event(climate.EventStartLease), *l.Event(climate.EventEndLease)
 	e1.Status, e1.UpdatedAt = climate.EventDone, later
@@ -324,17 +461,26 @@ func testUpdateLeaseSyncsChildren(t *testing.T, s climate.Store) {
 		t.Errorf("floating IP reservation with its required list emptied: amount %d, required %#v; want 1, nil",
 			r.Amount, r.RequiredFloatingIPs)
 	}
+	checkInstanceFields(t, "after UpdateLease",
+		[]climate.Reservation{*reservation(t, got, "l1-r6"), *reservation(t, got, "l1-r7"), *reservation(t, got, "l1-r8")},
+		[]climate.Reservation{r6, r7, r8})
 	view(t, s, func(tx climate.Tx) error {
 		allocs, err := tx.ListAllocations(ctx, climate.AllocationFilter{LeaseID: "l1"})
-		if got := allocationIDs(allocs); err != nil || !reflect.DeepEqual(got, []string{"l1-a-h1", "l1-a-h4", "l1-a-h5"}) {
-			t.Errorf("allocations after UpdateLease: %v, %v; want h1, h4, h5", got, err)
+		if got := allocationIDs(allocs); err != nil || !reflect.DeepEqual(got, []string{"l1-a-h1", "l1-a-h4", "l1-a-h5", "l1-s-h6", "l1-s-h7", "l1-s-h8"}) {
+			t.Errorf("allocations after UpdateLease: %v, %v; want h1, h4, h5 and the slots on h6, h7, h8", got, err)
 		}
 		if len(allocs) > 0 && !allocs[0].End.Equal(ts(newEnd)) {
 			t.Errorf("h1's allocation ends %v, want %v", allocs[0].End, newEnd)
 		}
-		allocs, err = tx.ListAllocations(ctx, climate.AllocationFilter{ResourceIDs: []string{"h2", "h3"}})
+		if len(allocs) == 6 {
+			want := canonAllocations(append(append(append([]climate.Allocation(nil), r6.Allocations...), r7.Allocations...), r8.Allocations...))
+			if !reflect.DeepEqual(allocs[3:], want) {
+				t.Errorf("slot allocations after UpdateLease:\n got %+v\nwant %+v", allocs[3:], want)
+			}
+		}
+		allocs, err = tx.ListAllocations(ctx, climate.AllocationFilter{ResourceIDs: []string{"h2", "h3", "h10"}})
 		if err != nil || len(allocs) != 0 {
-			t.Errorf("allocations of removed h2, h3: %v, %v; want none", allocationIDs(allocs), err)
+			t.Errorf("allocations of removed h2, h3, h10: %v, %v; want none", allocationIDs(allocs), err)
 		}
 		// The other lease is untouched.
 		other, err := tx.GetLease(ctx, "other")
@@ -539,5 +685,17 @@ func reservation(t *testing.T, l *climate.Lease, id string) *climate.Reservation
 		}
 	}
 	t.Fatalf("lease %s has no reservation %s", l.ID, id)
+	return nil
+}
+
+// allocation returns r's allocation id, failing the test if it has none.
+func allocation(t *testing.T, r *climate.Reservation, id string) *climate.Allocation {
+	t.Helper()
+	for i := range r.Allocations {
+		if r.Allocations[i].ID == id {
+			return &r.Allocations[i]
+		}
+	}
+	t.Fatalf("reservation %s has no allocation %s", r.ID, id)
 	return nil
 }

@@ -10,9 +10,11 @@ import (
 	"climate"
 )
 
-// allocKey identifies an allocation by every field, as a replica's index does.
+// allocKey identifies an allocation by every field, as a replica's index does: slots and
+// slot size included, so a log that drops them does not replay to the stored allocations.
 func allocKey(a climate.Allocation) string {
-	return fmt.Sprintf("%s|%s|%s|%s|%d|%d", a.ID, a.ReservationID, a.LeaseID, a.ResourceID, a.Start.UnixMicro(), a.End.UnixMicro())
+	return fmt.Sprintf("%s|%s|%s|%s|%d|%d|%d|%d/%d/%d", a.ID, a.ReservationID, a.LeaseID, a.ResourceID, a.Start.UnixMicro(), a.End.UnixMicro(),
+		a.Slots, a.Size.VCPUs, a.Size.MemoryMB, a.Size.DiskGB)
 }
 
 // allocSet is a multiset of allocations by allocKey.
@@ -99,6 +101,18 @@ func replay(t *testing.T, from allocSet, since, rev int64, changes []climate.All
 
 var errRolledBack = errors.New("rolled back")
 
+// countChanges counts the changes (removals or additions) of allocation id with that
+// many slots of size.
+func countChanges(changes []climate.AllocationChange, removed bool, id string, slots int, size climate.Size) int {
+	n := 0
+	for _, c := range changes {
+		if c.Removed == removed && c.Allocation.ID == id && c.Allocation.Slots == slots && c.Allocation.Size == size {
+			n++
+		}
+	}
+	return n
+}
+
 // testAllocationLog checks the climate.AllocationLog contract, for stores whose Tx
 // implements it: from any earlier revision, replaying the changes onto the allocations as
 // they were gives the allocations as they are. The log must reach back over the few
@@ -146,6 +160,16 @@ func testAllocationLog(t *testing.T, s climate.Store) {
 		Min: 1, Max: 1, BeforeEnd: "default", CreatedAt: t0,
 		Allocations: []climate.Allocation{{ID: "l1-b", ReservationID: "l1-r2", LeaseID: "l1", ResourceID: "h5", Start: start, End: end}},
 	})
+	// An instance reservation with two slot allocations sharing h6.
+	slot := climate.Size{VCPUs: 2, MemoryMB: 2048, DiskGB: 20}
+	l1.Reservations = append(l1.Reservations, climate.Reservation{
+		ID: "l1-r3", LeaseID: "l1", ResourceType: "virtual:instance", Status: climate.ReservationPending,
+		Amount: 3, Size: slot, Affinity: boolPtr(false), ServerGroupID: "sg-1", CreatedAt: t0,
+		Allocations: []climate.Allocation{
+			{ID: "l1-s1", ReservationID: "l1-r3", LeaseID: "l1", ResourceID: "h6", Start: start, End: end, Slots: 2, Size: slot},
+			{ID: "l1-s2", ReservationID: "l1-r3", LeaseID: "l1", ResourceID: "h6", Start: start, End: end, Slots: 1, Size: slot},
+		},
+	})
 	got := step("InsertLease", true, func(tx climate.Tx) error {
 		return tx.InsertLease(ctx, l1)
 	})
@@ -153,6 +177,9 @@ func testAllocationLog(t *testing.T, s climate.Store) {
 		if c.Removed {
 			t.Errorf("InsertLease logged a removal: %+v", c)
 		}
+	}
+	if n := countChanges(got.changes, false, "l1-s1", 2, slot); n != 1 {
+		t.Errorf("InsertLease logged the addition of l1-s1 (2 slots of %+v) %d times, want once: %+v", slot, n, got.changes)
 	}
 	step("InsertLease of a second lease", true, func(tx climate.Tx) error {
 		return tx.InsertLease(ctx, newLease("l2", "p1", end, end.Add(time.Hour), "h1", "h3"))
@@ -187,10 +214,25 @@ func testAllocationLog(t *testing.T, s climate.Store) {
 		t.Errorf("changed allocation %s: removal at %d, addition at %d of %+v; want both, at one revision, the removal first", old.ID, removedAt, addedAt, got.changes)
 	}
 
-	step("UpdateLease dropping a reservation (its allocations cascade)", true, func(tx climate.Tx) error {
+	// Change only a slot allocation's slots and size: the old and new versions are logged
+	// with theirs.
+	bigger := climate.Size{VCPUs: 4, MemoryMB: 4096, DiskGB: 40}
+	got = step("UpdateLease changing an allocation's slots and size", true, func(tx climate.Tx) error {
+		a := &l1.Reservations[2].Allocations[1]
+		a.Slots, a.Size = 3, bigger
+		return tx.UpdateLease(ctx, l1)
+	})
+	if countChanges(got.changes, true, "l1-s2", 1, slot) != 1 || countChanges(got.changes, false, "l1-s2", 3, bigger) != 1 || len(got.changes) != 2 {
+		t.Errorf("l1-s2 from 1 slot of %+v to 3 of %+v: changes %+v; want exactly its removal and addition", slot, bigger, got.changes)
+	}
+
+	got = step("UpdateLease dropping a reservation (its allocations cascade)", true, func(tx climate.Tx) error {
 		l1.Reservations = l1.Reservations[:1]
 		return tx.UpdateLease(ctx, l1)
 	})
+	if countChanges(got.changes, true, "l1-s1", 2, slot) != 1 || countChanges(got.changes, true, "l1-s2", 3, bigger) != 1 {
+		t.Errorf("cascaded removals of the slot allocations: changes %+v; want l1-s1 and l1-s2 with their slots", got.changes)
+	}
 	step("DeleteLease", true, func(tx climate.Tx) error { return tx.DeleteLease(ctx, "l2") })
 	step("a rolled-back DeleteLease", false, func(tx climate.Tx) error {
 		if err := tx.DeleteLease(ctx, "l1"); err != nil {

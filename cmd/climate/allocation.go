@@ -17,14 +17,16 @@ type allocationRow struct {
 	LeaseID       string `json:"lease_id"`
 	StartDate     string `json:"start_date"`
 	EndDate       string `json:"end_date"`
+	// Slots is how many instance slots the reservation holds on the host (none: whole).
+	Slots int `json:"slots,omitempty"`
 }
 
 func newAllocationCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "allocation",
 		Short: "See which reservations hold which hosts, and when (admins)",
-		Long: `Allocations are the hosts reservations hold over their windows. Tables show one row
-per host and reservation; -o json and -o yaml print the API's objects (one per host
+		Long: `Allocations are the hosts reservations hold over their windows: whole, or as instance
+slots (the SLOTS column counts them). Tables show one row per host and reservation; -o json and -o yaml print the API's objects (one per host
 with its reservations) unless --column is given.
 
 ` + clientHelp,
@@ -192,10 +194,10 @@ func printAllocations(cmd *cobra.Command, o *clientOptions, allocs []api.Allocat
 	rows := []allocationRow{}
 	for _, a := range allocs {
 		for _, r := range a.Reservations {
-			rows = append(rows, allocationRow{a.ResourceID, r.ID, r.LeaseID, r.StartDate, r.EndDate})
+			rows = append(rows, allocationRow{a.ResourceID, r.ID, r.LeaseID, r.StartDate, r.EndDate, r.Slots})
 		}
 	}
-	return o.out.printList(cmd.OutOrStdout(), rows, []string{"resource_id", "reservation_id", "lease_id", "start_date", "end_date"})
+	return o.out.printList(cmd.OutOrStdout(), rows, []string{"resource_id", "reservation_id", "lease_id", "start_date", "end_date", "slots"})
 }
 
 func firstErr(errs ...error) error {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"climate"
 	"climate/workload"
 )
 
@@ -29,7 +30,11 @@ type benchAPIOptions struct {
 	hosts, leases, requests int
 	clients                 []int
 	url, token, kind        string
-	output                  string
+	// typ is the reservation type posted: host, instance or floatingip; addresses the
+	// floating IPs registered for floatingip.
+	typ       string
+	addresses int
+	output    string
 	// database, when set, is a PostgreSQL URL: the book is loaded there and replicas
 	// servers share it.
 	database string
@@ -44,12 +49,19 @@ type apiReport struct {
 	Database string `json:"database,omitempty"`
 	// Replicas is the number of server subprocesses; clients are spread round-robin.
 	Replicas int `json:"replicas"`
-	// Hosts, Leases and Allocations describe the book loaded (0 with --url).
+	// Hosts, Leases and Allocations describe the book loaded (0 with --url): blazar-90d's
+	// for host and floatingip, the instance workload's (slot and whole-host allocations)
+	// for instance.
 	Hosts       int     `json:"hosts"`
 	Leases      int     `json:"leases"`
 	Allocations int     `json:"allocations"`
 	LoadSeconds float64 `json:"load_seconds"`
-	Kind        string  `json:"kind"`
+	// Type is the reservation type posted (host, instance or floatingip), Kind plain or
+	// filtered (host and instance).
+	Type string `json:"type"`
+	Kind string `json:"kind"`
+	// FloatingIPs is the number of addresses registered beside the book (floatingip).
+	FloatingIPs int `json:"floating_ips,omitempty"`
 	// FirstRequestMS is an untimed dry-run creation sent before the runs: on a fresh server
 	// it includes reading the book and building the availability index.
 	FirstRequestMS float64 `json:"first_request_ms"`
@@ -92,6 +104,19 @@ of the whole benchmark share a window; the book grows as leases are created. Rep
 client count: median and p99 latency, creations per second, and how many requests got 201
 (created) and 409 (not enough free hosts); then the server's peak RSS.
 
+--type chooses the reservation posted (the figures are the same):
+
+  host        physical:host, 10 hosts, on the blazar-90d book (the default)
+  instance    virtual:instance on the instance workload's book (workload/instances.go:
+              H hosts of 32–128 vCPUs and 128–512 GB, R instance leases of 1–8 slots and a
+              whole-host lease after every tenth, over 21 days); each request is the
+              workload's next instance request: 1–8 slots of one of 8 sizes over 1–72 h,
+              half without affinity, a quarter each with affinity and anti-affinity
+              (--kind filtered adds resource_properties ["==", "$node_type", "compute_icelake"])
+  floatingip  virtual:floatingip, 10 of --addresses addresses registered on network
+              "net-0" beside the blazar-90d book, over the workload's request windows (with
+              --url the server must hold them already)
+
 The server and its data directory are removed at the end, also on Ctrl-C. With --url the
 benchmark posts to an already running server instead and neither loads a book nor reads
 its memory.
@@ -102,6 +127,8 @@ schema (which must hold no hosts yet: use a fresh one, and drop it afterwards) a
 each replica is reported.`,
 		Example: `  climate bench api
   climate bench api --hosts 1000 --leases 10000 --requests 500 --clients 1,4,16 -o json
+  climate bench api --type instance --clients 1,4,16
+  climate bench api --type floatingip --addresses 1000 --hosts 1000 --leases 10000
   climate bench api --url http://127.0.0.1:1234 --requests 100 --clients 1
   climate bench api --database 'postgres://postgres@127.0.0.1/test?search_path=bench' --replicas 3 --hosts 1000 --leases 10000`,
 		Args: cobra.NoArgs,
@@ -129,7 +156,9 @@ each replica is reported.`,
 	f.IntVar(&o.leases, "leases", 50000, "number of existing leases R of the book loaded")
 	f.IntVar(&o.requests, "requests", 200, "lease creations posted per client count")
 	f.IntSliceVar(&o.clients, "clients", []int{1, 4, 16}, "comma-separated numbers of concurrent clients, one run each")
-	f.StringVar(&o.kind, "kind", "plain", "request kind: plain (no filter) or filtered (the workload's property filters)")
+	f.StringVar(&o.kind, "kind", "plain", "request kind: plain (no filter) or filtered (the workload's property filters; host and instance)")
+	f.StringVar(&o.typ, "type", "host", "reservation type posted: host (physical:host), instance (virtual:instance) or floatingip (virtual:floatingip)")
+	f.IntVar(&o.addresses, "addresses", 1000, "floating IPs registered on network net-0 for --type floatingip")
 	f.StringVar(&o.url, "url", "", "post to this running server (e.g. http://127.0.0.1:1234) instead of starting one")
 	f.StringVar(&o.token, "token", "", "X-Auth-Token to send (for a server run with --auth tokens)")
 	f.StringVar(&o.database, "database", "", "load the book into this PostgreSQL URL (postgres://…?search_path=SCHEMA, a schema without hosts) and serve it from there")
@@ -155,6 +184,21 @@ func runBenchAPI(ctx context.Context, o *benchAPIOptions, stderr io.Writer) (*ap
 	if o.kind != "plain" && o.kind != "filtered" {
 		return nil, fmt.Errorf("--kind %q: want plain or filtered", o.kind)
 	}
+	gen := workload.Generate
+	switch o.typ {
+	case "host":
+	case "instance":
+		gen = workload.GenerateInstances
+	case "floatingip":
+		if o.kind != "plain" {
+			return nil, fmt.Errorf("--kind %s: floating IP requests have no property filter", o.kind)
+		}
+		if o.addresses < workload.HostsWanted || o.addresses > 65536 {
+			return nil, fmt.Errorf("--addresses %d: want %d to 65,536", o.addresses, workload.HostsWanted)
+		}
+	default:
+		return nil, fmt.Errorf("--type %q: want host, instance or floatingip", o.typ)
+	}
 	if o.replicas < 1 {
 		return nil, fmt.Errorf("--replicas %d: want at least 1", o.replicas)
 	}
@@ -164,7 +208,7 @@ func runBenchAPI(ctx context.Context, o *benchAPIOptions, stderr io.Writer) (*ap
 	if o.url != "" && (o.database != "" || o.replicas > 1) {
 		return nil, errors.New("--url posts to a running server: --database and --replicas are for the servers the benchmark starts")
 	}
-	rep := &apiReport{Server: o.url, Kind: o.kind}
+	rep := &apiReport{Server: o.url, Type: o.typ, Kind: o.kind}
 	bases := []string{strings.TrimRight(o.url, "/")}
 	var srvs []*benchServer
 	if o.url == "" {
@@ -181,7 +225,18 @@ func runBenchAPI(ctx context.Context, o *benchAPIOptions, stderr io.Writer) (*ap
 			return nil, err
 		}
 		sc := benchScale{o.hosts, o.leases}
-		loaded, err := loadFreshBook(ctx, st, desc, sc, stderr)
+		loaded, err := loadFreshBook(ctx, st, desc, sc, gen, stderr)
+		if err == nil && o.typ == "floatingip" {
+			err = st.Update(ctx, func(tx climate.Tx) error {
+				for _, f := range workload.FloatingIPs(o.addresses, 1) {
+					if err := tx.InsertFloatingIP(ctx, &f); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			rep.FloatingIPs = o.addresses
+		}
 		if cerr := st.Close(); err == nil && cerr != nil {
 			err = cerr
 		}
@@ -193,7 +248,7 @@ func runBenchAPI(ctx context.Context, o *benchAPIOptions, stderr io.Writer) (*ap
 		if o.database != "" {
 			rep.Database = desc
 		}
-		if o.kind == "plain" {
+		if o.kind == "plain" && o.typ == "host" {
 			rep.BlazarCreateSeconds = baseline(sc, "create")
 		}
 		exe, err := os.Executable()
@@ -224,7 +279,7 @@ func runBenchAPI(ctx context.Context, o *benchAPIOptions, stderr io.Writer) (*ap
 	}
 
 	b := &apiBench{
-		bases: bases, token: o.token, kind: o.kind,
+		bases: bases, token: o.token, kind: o.kind, typ: o.typ,
 		windows: workload.Windows(o.requests * len(o.clients)),
 		client: &http.Client{
 			Timeout: 5 * time.Minute,
@@ -237,7 +292,10 @@ func runBenchAPI(ctx context.Context, o *benchAPIOptions, stderr io.Writer) (*ap
 
 	fmt.Fprintln(stderr, "first request (dry run)")
 	t0 := time.Now()
-	status, body, err := b.create(ctx, b.bases[0], -1, b.windows[0], true)
+	if o.typ == "instance" {
+		b.instances = workload.InstanceRequests(o.requests * len(o.clients))
+	}
+	status, body, err := b.create(ctx, b.bases[0], -1, true)
 	if err != nil {
 		return nil, err
 	}
@@ -273,18 +331,19 @@ func runBenchAPI(ctx context.Context, o *benchAPIOptions, stderr io.Writer) (*ap
 
 // apiBench posts leases to servers: client k of a run to bases[k % len(bases)].
 type apiBench struct {
-	bases       []string
-	token, kind string
-	windows     []workload.Window
-	client      *http.Client
+	bases            []string
+	token, kind, typ string
+	windows          []workload.Window
+	instances        []workload.InstanceRequest // typ instance: the requests, windows aside
+	client           *http.Client
 }
 
 type leaseRequestBody struct {
-	Name         string                   `json:"name"`
-	Start        string                   `json:"start_date"`
-	End          string                   `json:"end_date"`
-	Reservations []reservationRequestBody `json:"reservations"`
-	DryRun       bool                     `json:"dry_run,omitempty"`
+	Name         string `json:"name"`
+	Start        string `json:"start_date"`
+	End          string `json:"end_date"`
+	Reservations []any  `json:"reservations"`
+	DryRun       bool   `json:"dry_run,omitempty"`
 }
 
 type reservationRequestBody struct {
@@ -295,18 +354,51 @@ type reservationRequestBody struct {
 	ResourceProperties   string `json:"resource_properties"`
 }
 
-// create posts lease "bench-i" over w; it returns the status and, unless 201, the body.
-func (b *apiBench) create(ctx context.Context, base string, i int, w workload.Window, dryRun bool) (int, []byte, error) {
-	res := reservationRequestBody{ResourceType: "physical:host", Min: workload.HostsWanted, Max: workload.HostsWanted}
-	if b.kind == "filtered" {
-		res.HypervisorProperties, res.ResourceProperties = workload.FilteredHypervisorProperties, workload.FilteredResourceProperties
+type instanceRequestBody struct {
+	ResourceType       string `json:"resource_type"`
+	Amount             int    `json:"amount"`
+	VCPUs              int    `json:"vcpus"`
+	MemoryMB           int    `json:"memory_mb"`
+	DiskGB             int    `json:"disk_gb"`
+	Affinity           *bool  `json:"affinity"`
+	ResourceProperties string `json:"resource_properties"`
+}
+
+type floatingIPRequestBody struct {
+	ResourceType string `json:"resource_type"`
+	NetworkID    string `json:"network_id"`
+	Amount       int    `json:"amount"`
+}
+
+// create posts lease "bench-i" of request i (the first for i < 0, the dry run); it returns
+// the status and, unless 201, the body.
+func (b *apiBench) create(ctx context.Context, base string, i int, dryRun bool) (int, []byte, error) {
+	var res any
+	w := b.windows[max(i, 0)]
+	switch b.typ {
+	case "instance":
+		q := b.instances[max(i, 0)]
+		r := instanceRequestBody{ResourceType: "virtual:instance", Amount: q.Amount, VCPUs: q.Size.VCPUs, MemoryMB: q.Size.MemoryMB,
+			DiskGB: q.Size.DiskGB, Affinity: q.Affinity}
+		if b.kind == "filtered" {
+			r.ResourceProperties = workload.FilteredResourceProperties
+		}
+		res, w = r, q.Window
+	case "floatingip":
+		res = floatingIPRequestBody{ResourceType: "virtual:floatingip", NetworkID: workload.FloatingIPNetwork(0), Amount: workload.HostsWanted}
+	default:
+		r := reservationRequestBody{ResourceType: "physical:host", Min: workload.HostsWanted, Max: workload.HostsWanted}
+		if b.kind == "filtered" {
+			r.HypervisorProperties, r.ResourceProperties = workload.FilteredHypervisorProperties, workload.FilteredResourceProperties
+		}
+		res = r
 	}
 	name := "bench-" + strconv.Itoa(i)
 	if i < 0 {
 		name = "bench-warmup"
 	}
 	payload, err := json.Marshal(leaseRequestBody{Name: name, Start: w.Start.Format("2006-01-02 15:04"), End: w.End.Format("2006-01-02 15:04"),
-		Reservations: []reservationRequestBody{res}, DryRun: dryRun})
+		Reservations: []any{res}, DryRun: dryRun})
 	if err != nil {
 		return 0, nil, err
 	}
@@ -397,7 +489,7 @@ func (b *apiBench) run(ctx context.Context, c, first, n int, p *progressLine) (*
 					return
 				}
 				t0 := time.Now()
-				status, body, err := b.create(ctx, base, first+i, b.windows[first+i], false)
+				status, body, err := b.create(ctx, base, first+i, false)
 				d := time.Since(t0)
 				if err != nil {
 					fail(err)
@@ -589,12 +681,26 @@ func writeAPITable(w io.Writer, rep *apiReport) error {
 		if rep.Database != "" {
 			on = fmt.Sprintf("%d climate serve subprocess(es) on PostgreSQL (%s), clients round-robin", rep.Replicas, rep.Database)
 		}
-		fmt.Fprintf(w, "Lease creation through the HTTP API: %s, book of %d hosts, %d leases, %d host allocations (loaded in %.1f s)\n",
-			on, rep.Hosts, rep.Leases, rep.Allocations, rep.LoadSeconds)
+		book, allocs := "", "host allocations"
+		if rep.Type == "instance" {
+			book, allocs = "instance ", "slot and host allocations"
+		}
+		fmt.Fprintf(w, "Lease creation through the HTTP API: %s, %sbook of %d hosts, %d leases, %d %s (loaded in %.1f s)\n",
+			on, book, rep.Hosts, rep.Leases, rep.Allocations, allocs, rep.LoadSeconds)
+		if rep.FloatingIPs > 0 {
+			fmt.Fprintf(w, "Beside it %d floating IPs on network %s\n", rep.FloatingIPs, workload.FloatingIPNetwork(0))
+		}
 	} else {
 		fmt.Fprintf(w, "Lease creation through the HTTP API of %s\n", rep.Server)
 	}
-	fmt.Fprintf(w, "Requests: %s, %d hosts each, one new workload window per request\n", rep.Kind, workload.HostsWanted)
+	switch rep.Type {
+	case "instance":
+		fmt.Fprintf(w, "Requests: virtual:instance, %s, the instance workload's next request each (1–8 slots, mixed affinity, 1–72 h)\n", rep.Kind)
+	case "floatingip":
+		fmt.Fprintf(w, "Requests: virtual:floatingip, %d addresses of network %s each, one new workload window per request\n", workload.HostsWanted, workload.FloatingIPNetwork(0))
+	default:
+		fmt.Fprintf(w, "Requests: %s, %d hosts each, one new workload window per request\n", rep.Kind, workload.HostsWanted)
+	}
 	fmt.Fprintf(w, "First request (dry run; on a fresh server it builds the availability index): %.1f ms\n\n", rep.FirstRequestMS)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CLIENTS\tREQUESTS\tCREATED (201)\tNO CAPACITY (409)\tMEDIAN\tP99\tCREATIONS/S\tREQUESTS/S\tBLAZAR (MEDIAN, 1 CLIENT)")

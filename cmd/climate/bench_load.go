@@ -80,7 +80,7 @@ func runBenchLoad(ctx context.Context, o *benchLoadOptions, stderr io.Writer) (*
 		return nil, err
 	}
 	defer st.Close()
-	res, err := loadFreshBook(ctx, st, path, benchScale{o.hosts, o.leases}, stderr)
+	res, err := loadFreshBook(ctx, st, path, benchScale{o.hosts, o.leases}, workload.Generate, stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +90,7 @@ func runBenchLoad(ctx context.Context, o *benchLoadOptions, stderr io.Writer) (*
 
 // loadFreshBook is loadBook into a store that must hold no hosts yet (the book's ids are
 // fixed); desc names the store in the error.
-func loadFreshBook(ctx context.Context, st climate.Store, desc string, sc benchScale, stderr io.Writer) (*benchLoadResult, error) {
+func loadFreshBook(ctx context.Context, st climate.Store, desc string, sc benchScale, gen bookGenerator, stderr io.Writer) (*benchLoadResult, error) {
 	var existing int
 	err := st.View(ctx, func(tx climate.Tx) error {
 		hosts, err := tx.ListHosts(ctx)
@@ -103,15 +103,19 @@ func loadFreshBook(ctx context.Context, st climate.Store, desc string, sc benchS
 	if existing > 0 {
 		return nil, fmt.Errorf("%s already holds %d hosts; the workload's host ids would collide: load into a fresh --data-dir or PostgreSQL schema", desc, existing)
 	}
-	return loadBook(ctx, st, sc, stderr)
+	return loadBook(ctx, st, sc, gen, stderr)
 }
 
-// loadBook generates a book and writes it into st, showing progress on stderr.
-func loadBook(ctx context.Context, st climate.Store, sc benchScale, stderr io.Writer) (*benchLoadResult, error) {
+// bookGenerator builds a workload book of h hosts and r leases: workload.Generate
+// (blazar-90d) or workload.GenerateInstances.
+type bookGenerator func(h, r int) *workload.Book
+
+// loadBook generates a book with gen and writes it into st, showing progress on stderr.
+func loadBook(ctx context.Context, st climate.Store, sc benchScale, gen bookGenerator, stderr io.Writer) (*benchLoadResult, error) {
 	p := &progressLine{w: stderr}
 	p.set("generating the book: %d hosts, %d leases", sc.hosts, sc.leases)
 	t0 := time.Now()
-	book := workload.Generate(sc.hosts, sc.leases)
+	book := gen(sc.hosts, sc.leases)
 	res := &benchLoadResult{Hosts: len(book.Hosts), Leases: len(book.Leases), Allocations: book.Allocations(),
 		GenerateSeconds: round(time.Since(t0).Seconds(), 3)}
 	p.set("loading %d hosts", len(book.Hosts))

@@ -16,9 +16,11 @@ import (
 )
 
 type benchPlanOptions struct {
-	scales  string
-	windows int
-	output  string
+	scales      string
+	windows     int
+	output      string
+	types       string
+	floatingIPs string
 }
 
 // planReport is bench plan's result (its JSON output).
@@ -28,6 +30,10 @@ type planReport struct {
 	GoVersion   string            `json:"go_version"`
 	CPUs        int               `json:"cpus"`
 	Scales      []planScaleReport `json:"scales"`
+	// Instances and FloatingIPs are the instance-slot and floating-IP cases
+	// (bench_plan_slots.go), empty when --types leaves them out.
+	Instances   []planInstanceScaleReport `json:"instances"`
+	FloatingIPs []planFloatingIPReport    `json:"floating_ips"`
 }
 
 type planScaleReport struct {
@@ -80,10 +86,24 @@ within 90 days, 3 candidate slots). Reported per scale: median and p99 planning 
 number of free matching hosts per window and the windows that cannot be satisfied (for
 cross-checking with other implementations), the index build time and its memory per host
 allocation, and upstream Blazar's median where WORKLOAD.md gives one. The book is not
-changed by the requests: every window is planned against the same book.`,
+changed by the requests: every window is planned against the same book.
+
+That is --types host; by default --types also times:
+
+  instance    for each scale H:R, the instance workload (workload/instances.go): H hosts of
+              32–128 vCPUs and 128–512 GB, R virtual:instance leases of 1–8 slots of 8 sizes
+              over 1–3 hosts and a whole-host lease after every tenth, over 21 days (about
+              35% of the vCPU-hours booked); then N requests of 1–8 slots over 1–72 h, planned
+              by plan.PlaceSlots with their own affinities (mixed), none, affinity and
+              anti-affinity: median, p99 and refusals per kind
+  floatingip  for each ADDRESSES:ALLOCATIONS of --floatingips, addresses on 10 networks
+              with existing allocations over 90 days, and N requests of 1–4 addresses (half
+              requiring one) planned by the virtual:floatingip type: median, p99, refusals`,
 		Example: `  climate bench plan
   climate bench plan --scales 100:1000,1000:10000,5000:50000,20000:200000,100000:1000000
-  climate bench plan --scales 1000:10000 --windows 1000 -o json`,
+  climate bench plan --scales 1000:10000 --windows 1000 -o json
+  climate bench plan --types instance,floatingip --scales 5000:50000 --windows 1000
+  climate bench plan --types floatingip --floatingips 10000:50000,100000:500000`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(o.output); err != nil {
@@ -96,7 +116,17 @@ changed by the requests: every window is planned against the same book.`,
 			if o.windows <= 0 {
 				return fmt.Errorf("--windows %d: want at least 1", o.windows)
 			}
-			rep, err := runBenchPlan(scales, o.windows, cmd.ErrOrStderr())
+			types, err := parseBenchTypes(o.types)
+			if err != nil {
+				return err
+			}
+			var fips []benchScale
+			if types.floatingIP {
+				if fips, err = parseScales(o.floatingIPs); err != nil {
+					return fmt.Errorf("--floatingips %q: want ADDRESSES:ALLOCATIONS[,…] with ADDRESSES > 0, e.g. 10000:50000", o.floatingIPs)
+				}
+			}
+			rep, err := runBenchPlan(scales, o.windows, types, fips, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -107,9 +137,11 @@ changed by the requests: every window is planned against the same book.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.scales, "scales", "100:1000,1000:10000,5000:50000", "comma-separated HOSTS:LEASES scales to run")
+	f.StringVar(&o.scales, "scales", "100:1000,1000:10000,5000:50000", "comma-separated HOSTS:LEASES scales to run (host and instance cases)")
 	f.IntVar(&o.windows, "windows", 200, "number of request windows timed per scale and kind")
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+	f.StringVar(&o.types, "types", "host,instance,floatingip", "comma-separated cases to time: host (blazar-90d), instance (instance slots), floatingip")
+	f.StringVar(&o.floatingIPs, "floatingips", "10000:50000", "comma-separated ADDRESSES:ALLOCATIONS for the floatingip case")
 	return cmd
 }
 
@@ -126,7 +158,7 @@ func filteredQuery() (*query.Query, error) {
 	return query.And(hq, rq), nil
 }
 
-func runBenchPlan(scales []benchScale, n int, stderr io.Writer) (*planReport, error) {
+func runBenchPlan(scales []benchScale, n int, types benchTypes, fips []benchScale, stderr io.Writer) (*planReport, error) {
 	q, err := filteredQuery()
 	if err != nil {
 		return nil, err
@@ -136,11 +168,31 @@ func runBenchPlan(scales []benchScale, n int, stderr io.Writer) (*planReport, er
 	p := &progressLine{w: stderr}
 	defer p.clear()
 	for _, sc := range scales {
+		if !types.host {
+			break
+		}
 		r, err := benchPlanScale(sc, windows, q, p)
 		if err != nil {
 			return nil, err
 		}
 		rep.Scales = append(rep.Scales, *r)
+	}
+	for _, sc := range scales {
+		if !types.instance {
+			break
+		}
+		r, err := benchInstanceScale(sc, n, p)
+		if err != nil {
+			return nil, err
+		}
+		rep.Instances = append(rep.Instances, *r)
+	}
+	for _, sc := range fips {
+		r, err := benchFloatingIPs(sc, n, p)
+		if err != nil {
+			return nil, err
+		}
+		rep.FloatingIPs = append(rep.FloatingIPs, *r)
 	}
 	return rep, nil
 }
@@ -234,6 +286,9 @@ func settleHeap() {
 }
 
 func writePlanTable(w io.Writer, rep *planReport) error {
+	if len(rep.Scales) == 0 {
+		return writePlanSlotsTables(w, rep)
+	}
 	fmt.Fprintf(w, "Planner in process: %d request windows per scale, %d hosts each (%s, %d CPUs)\n\n",
 		rep.Windows, rep.HostsWanted, rep.GoVersion, rep.CPUs)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -261,7 +316,7 @@ func writePlanTable(w io.Writer, rep *planReport) error {
 	}
 	fmt.Fprintln(w, "\nUNSATISFIED: windows with fewer than 10 free matching hosts (earliest slot: no slot within 90 days).")
 	fmt.Fprintln(w, "BLAZAR: upstream Blazar's median CPU time for the same matching (WORKLOAD.md), where measured.")
-	return nil
+	return writePlanSlotsTables(w, rep)
 }
 
 // formatMicros shows a time given in µs in µs below a millisecond, else in ms.

@@ -17,13 +17,16 @@ import (
 // BenchmarkCreateLeaseHTTP measures lease creation through a running server's HTTP API on
 // the blazar-90d book (shared/bench/WORKLOAD.md) at H=1,000/R=10,000 and H=5,000/R=50,000:
 // each request asks for 10 hosts (floatingip: 10 of 1,000 floating IPs, beside the book)
-// over the workload's next request window. Run with
+// over the workload's next request window; instance posts the instance workload's next
+// virtual:instance request (1–8 slots of one of 8 sizes, mixed affinity, 1–72 h) on its
+// own book of 1,000 hosts and 10,000 instance leases (workload.GenerateInstances). Run with
 // -benchtime=200x.
 func BenchmarkCreateLeaseHTTP(b *testing.B) {
 	for _, run := range []struct {
 		kind string
 		h, r int
-	}{{"plain", 1000, 10000}, {"filtered", 1000, 10000}, {"floatingip", 1000, 10000}, {"plain", 5000, 50000}, {"filtered", 5000, 50000}} {
+	}{{"plain", 1000, 10000}, {"filtered", 1000, 10000}, {"floatingip", 1000, 10000}, {"instance", 1000, 10000},
+		{"plain", 5000, 50000}, {"filtered", 5000, 50000}} {
 		kind := run.kind
 		b.Run(fmt.Sprintf("H=%d/%s", run.h, kind), func(b *testing.B) {
 			dir := b.TempDir()
@@ -31,7 +34,11 @@ func BenchmarkCreateLeaseHTTP(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if err := workload.Load(context.Background(), st, workload.Generate(run.h, run.r), nil); err != nil {
+			gen := workload.Generate
+			if kind == "instance" {
+				gen = workload.GenerateInstances
+			}
+			if err := workload.Load(context.Background(), st, gen(run.h, run.r), nil); err != nil {
 				b.Fatal(err)
 			}
 			st.Close()
@@ -53,11 +60,24 @@ func BenchmarkCreateLeaseHTTP(b *testing.B) {
 				res = `"resource_type": "virtual:floatingip", "network_id": "ext", "amount": 10`
 			}
 			windows := workload.Windows(b.N)
+			var instances []workload.InstanceRequest
+			if kind == "instance" {
+				instances = workload.InstanceRequests(b.N)
+			}
 			latencies := make([]time.Duration, 0, b.N)
 			created, full := 0, 0
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				w := windows[i]
+				if kind == "instance" {
+					q := instances[i]
+					affinity := "null"
+					if q.Affinity != nil {
+						affinity = fmt.Sprint(*q.Affinity)
+					}
+					w, res = q.Window, fmt.Sprintf(`"resource_type": "virtual:instance", "amount": %d, "vcpus": %d, "memory_mb": %d, "disk_gb": %d, "affinity": %s, "resource_properties": ""`,
+						q.Amount, q.Size.VCPUs, q.Size.MemoryMB, q.Size.DiskGB, affinity)
+				}
 				body := fmt.Sprintf(`{"name": "bench-%d", "start_date": %q, "end_date": %q, "reservations": [{%s}]}`,
 					i, w.Start.Format("2006-01-02 15:04"), w.End.Format("2006-01-02 15:04"), res)
 				t0 := time.Now()

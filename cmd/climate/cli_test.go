@@ -187,7 +187,7 @@ func TestCLILeaseLifecycle(t *testing.T) {
 	if l.Name != "train" || l.Status != "PENDING" || l.StartDate != day+"T10:00:00.000000" || l.EndDate != day+"T14:00:00.000000" {
 		t.Fatalf("created lease: %+v", l)
 	}
-	if r := l.Reservations[0]; r.Min != 1 || r.Max != 2 || r.ResourceProperties != `["==","$gpu","true"]` {
+	if r := l.Reservations[0].Fields; r["min"] != 1.0 || r["max"] != 2.0 || r["resource_properties"] != `["==","$gpu","true"]` {
 		t.Fatalf("reservation: %+v", r)
 	}
 	heads := 0
@@ -284,7 +284,7 @@ func TestCLILeaseLifecycle(t *testing.T) {
 		t.Fatalf("--advance-by 1d: start %s", got.StartDate)
 	}
 	got := c.leaseJSON("lease", "update", "train", "--reservation", "id="+l.Reservations[0].ID+",min=2")
-	if got.Reservations[0].Min != 2 {
+	if got.Reservations[0].Fields["min"] != 2.0 {
 		t.Fatalf("--reservation id=…,min=2: %+v", got.Reservations[0])
 	}
 	// Only connection and output settings come from the environment.
@@ -542,6 +542,7 @@ var (
 // TestMain removes the binary climateBinary built.
 func TestMain(m *testing.M) {
 	code := m.Run()
+	stopTestKeystones() // keystone_test.go
 	if binDir != "" {
 		os.RemoveAll(binDir)
 	}

@@ -57,7 +57,11 @@ func parseDelta(flag, s string) (time.Duration, error) {
 // reservationKeys are the keys --reservation accepts (Blazar's client list, plus
 // resource_type and before_end).
 var reservationKeys = []string{"id", "resource_type", "min", "max", "hypervisor_properties", "resource_properties",
-	"before_end", "vcpus", "memory_mb", "disk_gb", "amount", "affinity", "network_id", "required_floatingips"}
+	"before_end", "vcpus", "memory_mb", "disk_gb", "amount", "affinity", "network_id", "required_floatingips", "flavor_id"}
+
+// textKeys are reservation keys whose values stay strings even when they look like
+// numbers (Nova flavor ids are often "1", "42").
+var textKeys = []string{"id", "resource_type", "hypervisor_properties", "resource_properties", "network_id", "flavor_id", "before_end"}
 
 // lastKeyValue splits "…,key=value" from the right at the last known key, so values may
 // hold commas (JSON filters) as in Blazar's client.
@@ -66,7 +70,7 @@ var lastKeyValue = regexp.MustCompile(`^(?:(.*),)?(` + strings.Join(reservationK
 // strayKey finds an unknown ",key=" inside a value that is not JSON (which may hold anything).
 var strayKey = regexp.MustCompile(`,\s*([A-Za-z_][A-Za-z0-9_]*)=`)
 
-const reservationHelp = `KEY=VALUE,… with keys ` + "resource_type, min, max, hypervisor_properties, resource_properties, before_end, id (on update), vcpus, memory_mb, disk_gb, amount, affinity, network_id, required_floatingips"
+const reservationHelp = `KEY=VALUE,… with keys ` + "resource_type, min, max, hypervisor_properties, resource_properties, before_end, id (on update), vcpus, memory_mb, disk_gb, amount, affinity, flavor_id, network_id, required_floatingips"
 
 // parseReservation reads a --reservation value into a request dictionary. Integers go out
 // as JSON numbers and required_floatingips as a JSON list, like Blazar's client.
@@ -99,7 +103,7 @@ func parseReservation(flag, s string) (map[string]any, error) {
 				return nil, fmt.Errorf("--%s: required_floatingips=%q is not a JSON list of strings", flag, value)
 			}
 			out[key] = list
-		case isInteger(value) && key != "id":
+		case isInteger(value) && !slices.Contains(textKeys, key):
 			n, _ := strconv.Atoi(value)
 			out[key] = n
 		default:

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"climate"
 	"context"
 	"encoding/json"
 	"errors"
@@ -125,7 +126,7 @@ notifications the server kept after that one (each has a seq; 0: from the first)
 	}
 	f := cmd.Flags()
 	f.StringVar(&lease, "lease", "", "only this lease's notifications (name or id)")
-	f.StringSliceVar(&types, "event", nil, "only notifications of these types (repeatable, or comma separated): lease.create, lease.update, lease.delete, lease.event.start_lease, lease.event.end_lease, lease.event.before_end_lease, lease.event.before_start_lease")
+	f.StringSliceVar(&types, "event", nil, "only notifications of these types (repeatable, or comma separated): "+strings.Join(climate.NotificationTypes(), ", "))
 	f.StringVar(&project, "project", "", "only this project's notifications (admins)")
 	f.Int64Var(&after, "after", 0, "first print the notifications kept after this seq (0: all kept), then live ones")
 	f.IntVar(&count, "count", 0, "exit after this many notifications (0: run until interrupted)")

@@ -25,11 +25,12 @@ hosts is for admins.
 ` + clientHelp,
 		Example: `  climate host create node-1 --extra gpu=true --extra rack=r1
   climate host list
-  climate host property list --detail`,
+  climate host property list --detail
+  climate host maintenance add node-1 --end +4h --reason "firmware update"`,
 	}
 	o := addClientFlags(cmd)
 	cmd.AddCommand(newHostListCmd(o), newHostShowCmd(o), newHostCreateCmd(o), newHostUpdateCmd(o),
-		newHostDeleteCmd(o), newHostPropertyCmd(o))
+		newHostDeleteCmd(o), newHostPropertyCmd(o), newHostMaintenanceCmd(o))
 	return cmd
 }
 

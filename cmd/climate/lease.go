@@ -60,7 +60,7 @@ lists cost the server little; --limit stops after the first N.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringSliceVar(&q.Statuses, "status", nil, "only leases in these statuses (PENDING, ACTIVE, TERMINATED, ERROR, …): repeat the flag or separate with commas")
+	f.StringSliceVar(&q.Statuses, "status", nil, "only leases in these statuses (PENDING, ACTIVE, TERMINATED, ERROR, WAITING, IN_PROGRESS, FAILED, TIMEDOUT, …): repeat the flag or separate with commas")
 	f.StringVar(&q.ProjectID, "project", "", "only this project's leases (admins; others see only their own project's)")
 	f.IntVar(&q.Limit, "limit", 0, "list at most this many leases, the first created (0: all)")
 	return cmd
@@ -90,6 +90,8 @@ func newLeaseShowCmd(o *clientOptions) *cobra.Command {
 }
 
 type leaseCreateOptions struct {
+	leaseType, retryUntil string
+	priority              int
 	start, end, beforeEnd string
 	beforeStart           string
 	reservations          []string
@@ -103,7 +105,7 @@ func newLeaseCreateCmd(o *clientOptions) *cobra.Command {
 	lo := &leaseCreateOptions{}
 	cmd := &cobra.Command{
 		Use:   "create NAME",
-		Short: "Create a lease: reserve hosts for a time window",
+		Short: "Create a lease: reserve hosts, instance slots or floating IPs for a time window",
 		Long: `Create a lease named NAME with one --reservation per kind of capacity.
 
 Dates accept ` + dateHelp + `.
@@ -124,7 +126,18 @@ Climate books the first window in which the reservations fit (before --deadline,
   climate lease create try --reservation resource_type=physical:host,min=1,max=1 --dry-run
   # two floating IPs of network ext-net (one of them a given address), beside a host
   climate lease create web --end-date +1d --reservation resource_type=physical:host,min=1,max=1 \
-    --reservation 'resource_type=virtual:floatingip,network_id=ext-net,amount=2,required_floatingips=["172.24.4.101"]'`,
+    --reservation 'resource_type=virtual:floatingip,network_id=ext-net,amount=2,required_floatingips=["172.24.4.101"]'
+
+  # Four instance slots of 2 vCPUs, 4 GB and 20 GB of disk, each on a different host
+  climate lease create web-tier --end-date +1d \
+    --reservation resource_type=virtual:instance,amount=4,vcpus=2,memory_mb=4096,disk_gb=20,affinity=false
+
+  # Three instances of a registered flavor (climate flavor list), packed onto as few hosts as fit
+  climate lease create batch --end-date +8h --reservation resource_type=flavor:instance,flavor_id=m1.large,amount=3
+
+  # Start as soon as 4 hosts are free (waiting up to two days), keeping its 6 hours
+  climate lease create train --type retry --retry-until +2d --end-date +6h \
+    --reservation resource_type=physical:host,min=4,max=4 --wait`,
 		Args: exactArgs(1, "NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := o.client(cmd)
@@ -169,13 +182,16 @@ Climate books the first window in which the reservations fit (before --deadline,
 	f.StringVar(&lo.duration, "duration", "", "with --start-date earliest: how long the lease lasts (90m, 6h, 2d)")
 	f.StringVar(&lo.deadline, "deadline", "", "with --start-date earliest: the lease must end by this date")
 	f.BoolVar(&lo.dryRun, "dry-run", false, "plan the lease and show the hosts it would get, without booking")
+	f.StringVar(&lo.leaseType, "type", "", "the lease's type when capacity is short: immediate (now or refused), scheduled (refused unless it fits; the default), retry (waits as WAITING and starts as soon as it fits) or best_effort (the same, as IN_PROGRESS)")
+	f.StringVar(&lo.retryUntil, "retry-until", "", "with --type retry or best_effort: when a lease still waiting gives up (a date or +DURATION after the start; default a day after the start)")
+	f.IntVar(&lo.priority, "priority", 0, "with --type retry or best_effort: order among waiting leases, 0 to 1000, higher first (then first come, first served)")
 	lo.wait.addFlags(cmd, "wait until the lease reaches --status (default ACTIVE), showing its status")
 	return cmd
 }
 
 // request builds the API request from the flags; relative dates count from now.
 func (lo *leaseCreateOptions) request(name string, now time.Time) (api.LeaseRequest, error) {
-	req := api.LeaseRequest{Name: name, DryRun: lo.dryRun, Reservations: []map[string]any{}}
+	req := api.LeaseRequest{Name: name, DryRun: lo.dryRun, Reservations: []map[string]any{}, LeaseType: lo.leaseType, Priority: lo.priority}
 	for _, s := range lo.reservations {
 		r, err := parseReservation("reservation", s)
 		if err != nil {
@@ -247,6 +263,13 @@ func (lo *leaseCreateOptions) request(name string, now time.Time) (api.LeaseRequ
 		end = t
 	}
 	req.EndDate = wireDate(end)
+	if lo.retryUntil != "" {
+		t, isNow, err := parseDate("retry-until", lo.retryUntil, base)
+		if err != nil || isNow {
+			return req, fmt.Errorf("--retry-until %q: want a date or +DURATION after the start: %s", lo.retryUntil, dateHelp)
+		}
+		req.RetryUntil = wireDate(t)
+	}
 	if req.BeforeEndDate, err = dateBefore("before-end-date", lo.beforeEnd, end, "end"); err != nil {
 		return req, err
 	}
@@ -342,7 +365,7 @@ are like 30m, 2h, 1d or 1d12h. --reservation changes one reservation, named by i
 	f.StringVar(&uo.reduce, "reduce-by", "", "move the end earlier by this much")
 	f.StringVar(&uo.deferBy, "defer-by", "", "move the start later by this much")
 	f.StringVar(&uo.advance, "advance-by", "", "move the start earlier by this much")
-	f.StringArrayVar(&uo.reservations, "reservation", nil, "change a reservation: id=RESERVATION_ID,KEY=VALUE,… (min, max, hypervisor_properties, resource_properties; repeatable)")
+	f.StringArrayVar(&uo.reservations, "reservation", nil, "change a reservation: id=RESERVATION_ID,KEY=VALUE,… (hosts: min, max, hypervisor_properties, resource_properties; instances: amount, vcpus, memory_mb, disk_gb, affinity, resource_properties, flavor_id; floating IPs: amount, required_floatingips; repeatable)")
 	return cmd
 }
 

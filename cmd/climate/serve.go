@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -24,6 +25,7 @@ import (
 	"climate/clock"
 	"climate/engine"
 	climatehttp "climate/http"
+	"climate/keystone"
 	"climate/manager"
 	"climate/notify"
 	"climate/notify/stream"
@@ -46,6 +48,7 @@ type serveOptions struct {
 	role           string
 	beforeEnd      time.Duration
 	beforeStart    time.Duration
+	cleaning       time.Duration // a host's gap after each allocation (Blazar's cleaning_time)
 	logLevel       string
 	// claimTTL is how long an engine's claim on due events lasts, unless renewed, before
 	// another replica may take them over (engine.Config.ClaimTTL); hidden, for tests.
@@ -61,6 +64,13 @@ type serveOptions struct {
 	actions actionOptions
 	// hubMaxSleep replaces the event stream's periodic re-read (tests: 0 means the default).
 	hubMaxSleep time.Duration
+	// keystone configures --auth keystone (serve_keystone.go).
+	keystone keystoneOptions
+	// tlsCert and tlsKey, when set, make the API speak HTTPS with that certificate chain
+	// and key (PEM files).
+	tlsCert, tlsKey string
+	// policyFile overrides the default policy rules (oslo.policy's format).
+	policyFile string
 }
 
 func newServeCmd() *cobra.Command {
@@ -84,7 +94,7 @@ once, in all (--max-connections, below the open-file limit) and per client addre
 (--max-connections-per-client; an IPv6 client is its /64). At a bound, the connection that
 has waited longest without a request in progress (idle, or headers unfinished) is closed to
 make room; when all are busy the new connection gets 503 and is closed. Shedding is
-logged at most every 10 s, with counts.`,
+logged at most every 10 s, with counts.` + keystoneHelp,
 		Example: `  # Run on 127.0.0.1:1234 with data in the default directory
   climate serve
 
@@ -99,7 +109,7 @@ logged at most every 10 s, with counts.`,
 
   # tokens file: one "TOKEN USER_ID PROJECT_ID ROLES" per line
   #   s3cret-admin  alice  ops     admin
-  #   s3cret-bob    bob    physics member`,
+  #   s3cret-bob    bob    physics member` + keystoneExample,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -109,19 +119,24 @@ logged at most every 10 s, with counts.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.listen, "listen", "127.0.0.1:1234", "address to listen on (host:port; Blazar's port is 1234)")
+	f.StringVar(&o.tlsCert, "tls-cert", "", "serve HTTPS with this certificate chain (PEM; with --tls-key), for a deployment behind no TLS proxy")
+	f.StringVar(&o.tlsKey, "tls-key", "", "the private key of --tls-cert (PEM)")
 	f.StringVar(&o.dataDir, "data-dir", defaultDataDir(), "directory holding the SQLite database (climate.db)")
 	addDatabaseFlag(f, &o.database)
-	f.StringVar(&o.auth, "auth", "noauth", "authentication: noauth (identity headers, loopback only) or tokens")
+	f.StringVar(&o.auth, "auth", "noauth", "authentication: noauth (identity headers, loopback only), tokens (--tokens-file) or keystone (OpenStack Keystone tokens, --keystone-…)")
 	f.StringVar(&o.tokensFile, "tokens-file", "", "file mapping tokens to user, project and roles (with --auth tokens); must be readable by its owner only (chmod 600)")
 	f.BoolVar(&o.readableTokens, "allow-readable-tokens-file", false, "accept a tokens file that group or others may read")
 	f.StringSliceVar(&o.trustedOrigins, "trusted-origin", nil, "web origin (scheme://host[:port]) whose pages may send state-changing requests, e.g. a dashboard on another port; repeatable")
 	f.StringVar(&o.role, "role", "all", "what this process runs: all, api (REST API only) or engine (events only)")
 	f.DurationVar(&o.beforeEnd, "before-end", manager.DefaultBeforeEnd, "default time before a lease's end when before_end_lease fires (0 = no such event)")
 	f.DurationVar(&o.beforeStart, "before-start", 0, "default time before a lease's start when the before_start_lease heads-up fires (0 = no such event; not created when the start is nearer)")
+	f.DurationVar(&o.cleaning, "cleaning-time", 0, "time a host is kept free after each of its allocations (host or instance leases) ends, for cleaning or set-up, before another may start (Blazar's cleaning_time; 0 = back to back allowed; floating IPs get none)")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.DurationVar(&o.claimTTL, "claim-ttl", engine.DefaultClaimTTL, "how long a claim on due events lasts unless its engine renews it (every third of it) before another replica's engine takes them over")
 	_ = f.MarkHidden("claim-ttl")
+	f.StringVar(&o.policyFile, "policy-file", "", "policy file (oslo.policy's YAML or JSON) overriding the default access rules; see climate policy list")
 	addLimitFlags(f, &o.limits)
+	addKeystoneFlags(f, &o.keystone)
 	addNotifyFlags(f, &o.notify)
 	addActionFlags(cmd, &o.actions)
 	addDataDirHelp(cmd)
@@ -210,9 +225,24 @@ func openStore(ctx context.Context, dataDir string) (*sqlite.Store, string, erro
 	return st, path, nil
 }
 
+// serverTLS loads the API's certificate and key, or returns nil for plain HTTP.
+func serverTLS(certFile, keyFile string) (*tls.Config, error) {
+	if certFile == "" && keyFile == "" {
+		return nil, nil
+	}
+	if certFile == "" || keyFile == "" {
+		return nil, errors.New("--tls-cert and --tls-key go together: give both PEM files, or neither for plain HTTP")
+	}
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-cert %s / --tls-key %s: %w", certFile, keyFile, err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
 // authenticator checks the auth settings against the listen address: a server without
 // authentication must not be reachable from other machines.
-func authenticator(o *serveOptions) (climatehttp.Authenticator, error) {
+func authenticator(o *serveOptions, ks *keystone.Client, log *slog.Logger) (climatehttp.Authenticator, error) {
 	switch o.auth {
 	case "noauth":
 		host, _, err := net.SplitHostPort(o.listen)
@@ -231,8 +261,10 @@ func authenticator(o *serveOptions) (climatehttp.Authenticator, error) {
 			return nil, err
 		}
 		return climatehttp.LoadTokens(o.tokensFile)
+	case "keystone":
+		return keystoneAuth(ks, &o.keystone, log), nil
 	default:
-		return nil, fmt.Errorf("--auth %q: want noauth or tokens", o.auth)
+		return nil, fmt.Errorf("--auth %q: want noauth, tokens or keystone", o.auth)
 	}
 }
 
@@ -284,14 +316,28 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 	if o.beforeStart < 0 {
 		return fmt.Errorf("--before-start %s: must not be negative", o.beforeStart)
 	}
+	if o.cleaning < 0 {
+		return fmt.Errorf("--cleaning-time %s: must not be negative", o.cleaning)
+	}
 	if o.claimTTL < 0 || (o.claimTTL > 0 && o.claimTTL < time.Second) {
 		return fmt.Errorf("--claim-ttl %s: want at least 1s (claims are renewed every third of it)", o.claimTTL)
 	}
+	pol, err := loadPolicy(o.policyFile, log)
+	if err != nil {
+		return err
+	}
+	var ks *keystone.Client // --auth keystone: tokens and trusts
+	if o.auth == "keystone" {
+		if ks, err = keystoneConnect(ctx, &o.keystone, log); err != nil {
+			return err
+		}
+	}
+	trusts := keystoneTrusts(ks, &o.keystone, log)
 	var auth climatehttp.Authenticator
 	var origins *http.CrossOriginProtection
 	limits := o.limits
 	if runAPI {
-		if auth, err = authenticator(o); err != nil {
+		if auth, err = authenticator(o, ks, log); err != nil {
 			return err
 		}
 		if origins, err = crossOrigin(o.trustedOrigins); err != nil {
@@ -361,7 +407,7 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 	}
 	var hub *stream.Hub // GET /v1/events/stream's, where the API runs
 	if runAPI {
-		hub = newHub(st, onPostgres, o.hubMaxSleep, log)
+		hub = newHub(st, onPostgres, o.hubMaxSleep, log, pol)
 	}
 	notified := func() {
 		if deliverer != nil {
@@ -371,13 +417,19 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 			hub.Wake()
 		}
 	}
+	var mgr *manager.Manager // the engine's observer wakes its retries (set below)
 	if runEngine {
+		actions := acts.engine
+		if trusts != nil {
+			actions = engine.WithTrusts(actions, trusts)
+		}
 		eng = engine.New(st, clk, engine.Config{Logger: log, MaxSleep: maxSleep, ClaimTTL: o.claimTTL, Sole: sole,
-			Actions: acts.engine, Observe: acts.observe(logHandled(log)), Notified: notified})
+			Actions: actions, Observe: wakeRetriesAtEnds(acts.observe(logHandled(log)), func() { mgr.WakeRetries() }), Notified: notified})
 	}
-	mgr := manager.New(st, clk, manager.Config{
+	mgr = manager.New(st, clk, manager.Config{
 		BeforeEnd:   o.beforeEnd,
 		BeforeStart: o.beforeStart,
+		Cleaning:    o.cleaning,
 		EventsChanged: func() {
 			if eng != nil {
 				eng.Wake()
@@ -385,10 +437,16 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 			acts.wake()
 		},
 		Notified: notified,
+		Policy:   pol,
+		Trusts:   trusts,
+		Log:      log,
 	})
 
 	var wg sync.WaitGroup
 	errc := make(chan error, 3)
+	wg.Add(1)
+	go func() { defer wg.Done(); mgr.RunRetries(ctx) }()
+	mgr.WakeRetries() // leases left waiting by an earlier run
 	if runEngine {
 		wg.Add(2)
 		go func() { defer wg.Done(); errc <- eng.Run(ctx) }()
@@ -408,24 +466,36 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 	}
 	var srv *http.Server
 	if runAPI {
+		tlsConfig, err := serverTLS(o.tlsCert, o.tlsKey)
+		if err != nil {
+			return err
+		}
 		ln, err := net.Listen("tcp", o.listen)
 		if err != nil {
 			return err
 		}
 		runHub(ctx, &wg, hub, pg, runEngine && onPostgres)
-		webhooks := &webhook.Service{Store: st, Clock: clk, Guard: webhook.Guard{AllowPrivate: o.notify.webhook.allowPrivate}, Sender: hooks, Notified: notified}
+		webhooks := &webhook.Service{Store: st, Clock: clk, Guard: webhook.Guard{AllowPrivate: o.notify.webhook.allowPrivate}, Sender: hooks, Notified: notified, Policy: pol}
 		api := &climatehttp.Server{Leases: mgr, Hosts: mgr, Availability: mgr, Auth: auth, Logger: log, CrossOrigin: origins, Notifications: hub, Webhooks: webhooks,
-			FloatingIPs: mgr}
+			FloatingIPs: mgr, Flavors: mgr}
 		var limited net.Listener
 		srv, limited = climatehttp.NewHTTPServer(api.Handler(), ln, limits, log)
 		log.Info("connection limits", "max_connections", limits.MaxConnections, "max_connections_per_client", limits.MaxConnectionsPerClient,
 			"read_header_timeout", limits.ReadHeaderTimeout, "body_timeout", limits.BodyTimeout,
 			"write_timeout", limits.WriteTimeout, "idle_timeout", limits.IdleTimeout)
-		fmt.Fprintf(stdout, "Climate %s listening on http://%s (auth: %s, role: %s)\n", version, ln.Addr(), o.auth, o.role)
+		scheme := "http"
+		if tlsConfig != nil {
+			srv.TLSConfig, scheme = tlsConfig, "https"
+		}
+		fmt.Fprintf(stdout, "Climate %s listening on %s://%s (auth: %s, role: %s)\n", version, scheme, ln.Addr(), o.auth, o.role)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := srv.Serve(limited); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			serve := srv.Serve
+			if tlsConfig != nil {
+				serve = func(l net.Listener) error { return srv.ServeTLS(l, "", "") }
+			}
+			if err := serve(limited); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				errc <- err
 			}
 		}()
@@ -538,3 +608,16 @@ func newMigrateCmd() *cobra.Command {
 }
 
 var _ climate.Store = (*sqlite.Store)(nil)
+
+// wakeRetriesAtEnds extends an engine observer: a lease's end frees what it held, so the
+// waiting leases are re-planned.
+func wakeRetriesAtEnds(observe func(engine.Report), wake func()) func(engine.Report) {
+	return func(rep engine.Report) {
+		if observe != nil {
+			observe(rep)
+		}
+		if rep.Event.Type == climate.EventEndLease {
+			wake()
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -19,7 +20,7 @@ import (
 type server struct {
 	url     string
 	dataDir string
-	output  *bytes.Buffer
+	output  *lockedBuffer
 	stop    func() error
 }
 
@@ -49,7 +50,7 @@ func startServer(t testing.TB, o serveOptions) *server {
 		done <- runServe(ctx, &o, pw)
 		pw.Close()
 	}()
-	s := &server{dataDir: o.dataDir, output: &bytes.Buffer{}}
+	s := &server{dataDir: o.dataDir, output: &lockedBuffer{}}
 	lines := bufio.NewScanner(pr)
 	for lines.Scan() {
 		line := lines.Text()
@@ -86,6 +87,24 @@ func startServer(t testing.TB, o serveOptions) *server {
 	}
 	t.Cleanup(func() { _ = s.stop() })
 	return s
+}
+
+// lockedBuffer is the server's output, written by its reader goroutine while tests read it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) WriteString(s string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf.WriteString(s)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func TestServePrintsAddressAndDataAndStopsCleanly(t *testing.T) {

@@ -23,8 +23,8 @@ const (
 // newHub returns the hub that serves GET /v1/events/stream, to be woken after this
 // process's commits that wrote notifications, then run with runHub. maxSleep, when not
 // 0, replaces the default periodic re-read.
-func newHub(st climate.Store, onPostgres bool, maxSleep time.Duration, log *slog.Logger) *stream.Hub {
-	cfg := stream.Config{MaxSleep: hubMaxSleep, Logger: log}
+func newHub(st climate.Store, onPostgres bool, maxSleep time.Duration, log *slog.Logger, pol climate.Policy) *stream.Hub {
+	cfg := stream.Config{MaxSleep: hubMaxSleep, Logger: log, Policy: pol}
 	if onPostgres {
 		cfg.MaxSleep = hubPostgresMaxSleep
 	}

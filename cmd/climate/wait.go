@@ -120,6 +120,8 @@ func (w *waitOptions) run(cmd *cobra.Command, c *client.Client, l *api.Lease) (*
 			return nil, fmt.Errorf("lease %s went to ERROR: %s", l.Name, failure)
 		case l.Status == "ERROR":
 			return nil, fmt.Errorf("lease %s went to ERROR", l.Name)
+		case l.Status == "FAILED" || l.Status == "TIMEDOUT":
+			return nil, fmt.Errorf("lease %s is %s: it never fitted before its retry_until", l.Name, l.Status)
 		case at > target:
 			return nil, fmt.Errorf("lease %s is %s: it can no longer become %s", l.Name, l.Status, w.status)
 		}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"climate"
+	"climate/resource/builtin"
 )
 
 // Wire date formats. Lease dates and event times go out as oslo's PERFECT_TIME_FORMAT
@@ -72,6 +73,11 @@ type Lease struct {
 	UpdatedAt    *string       `json:"updated_at"`
 	Reservations []Reservation `json:"reservations"`
 	Events       []Event       `json:"events"`
+	// Climate's lease types (absent for Blazar's leases): the type, when a waiting lease
+	// gives up, its priority among waiting leases.
+	LeaseType  string  `json:"lease_type,omitempty"`
+	RetryUntil *string `json:"retry_until,omitempty"`
+	Priority   int     `json:"priority,omitempty"`
 }
 
 // Reservation is one reservation of a lease.
@@ -85,37 +91,53 @@ type Reservation struct {
 	ResourcesChanged bool    `json:"resources_changed"`
 	CreatedAt        string  `json:"created_at"`
 	UpdatedAt        *string `json:"updated_at"`
-	// The fields of the reservation's type, as Blazar shows them (nil: another type's).
-	*HostFields
-	*FloatingIPFields
 	// Hosts is Climate's extension on dry runs: what would be allocated.
 	Hosts []string `json:"hosts,omitempty"`
+	// Fields are the keys of the reservation's type (min and max, amount and vcpus, …),
+	// shown beside the common ones as Blazar shows them.
+	Fields map[string]any `json:"-"`
 }
 
-// HostFields are a physical:host reservation's own keys.
-type HostFields struct {
-	Min                  int    `json:"min"`
-	Max                  int    `json:"max"`
-	HypervisorProperties string `json:"hypervisor_properties"`
-	ResourceProperties   string `json:"resource_properties"`
-	BeforeEnd            string `json:"before_end"`
-}
+// reservationJSON is Reservation without its methods, for encoding the common keys.
+type reservationJSON Reservation
 
-// FloatingIPFields are a virtual:floatingip reservation's own keys.
-type FloatingIPFields struct {
-	NetworkID           string   `json:"network_id"`
-	Amount              int      `json:"amount"`
-	RequiredFloatingIPs []string `json:"required_floatingips"`
-}
-
-// reservationFields returns the keys r's type shows: a reservation of addresses has a
-// network, any other is one of hosts.
-func reservationFields(r *climate.Reservation) (*HostFields, *FloatingIPFields) {
-	if r.NetworkID != "" {
-		return nil, &FloatingIPFields{NetworkID: r.NetworkID, Amount: r.Amount, RequiredFloatingIPs: append([]string{}, r.RequiredFloatingIPs...)}
+// MarshalJSON writes the common keys, then the type's in name order.
+func (r Reservation) MarshalJSON() ([]byte, error) {
+	out, err := json.Marshal(reservationJSON(r))
+	if err != nil || len(r.Fields) == 0 {
+		return out, err
 	}
-	return &HostFields{Min: r.Min, Max: r.Max, HypervisorProperties: r.HypervisorProperties,
-		ResourceProperties: r.ResourceProperties, BeforeEnd: r.BeforeEnd}, nil
+	out = out[:len(out)-1]
+	for _, k := range slices.Sorted(maps.Keys(r.Fields)) {
+		key, _ := json.Marshal(k)
+		v, err := json.Marshal(r.Fields[k])
+		if err != nil {
+			return nil, err
+		}
+		out = append(append(append(append(out, ','), key...), ':'), v...)
+	}
+	return append(out, '}'), nil
+}
+
+// UnmarshalJSON reads the common keys into their fields and the rest into Fields.
+func (r *Reservation) UnmarshalJSON(b []byte) error {
+	var common reservationJSON
+	if err := json.Unmarshal(b, &common); err != nil {
+		return err
+	}
+	var all map[string]any
+	if err := json.Unmarshal(b, &all); err != nil {
+		return err
+	}
+	for _, k := range []string{"id", "lease_id", "resource_id", "resource_type", "status", "missing_resources",
+		"resources_changed", "created_at", "updated_at", "hosts"} {
+		delete(all, k)
+	}
+	*r = Reservation(common)
+	if len(all) > 0 {
+		r.Fields = all
+	}
+	return nil
 }
 
 // Event is one of a lease's events.
@@ -144,6 +166,11 @@ type LeaseRequest struct {
 	DryRun          bool             `json:"dry_run,omitempty"`
 	Reservations    []map[string]any `json:"reservations"`
 	Events          []map[string]any `json:"events"`
+	// Climate's lease types: immediate, retry, best_effort, scheduled; a waiting lease's
+	// deadline and priority.
+	LeaseType  string `json:"lease_type,omitempty"`
+	RetryUntil string `json:"retry_until,omitempty"`
+	Priority   int    `json:"priority,omitempty"`
 }
 
 // LeaseUpdate changes a lease; empty fields are left as they are. Reservations name the
@@ -169,6 +196,9 @@ type AllocatedReservation struct {
 	LeaseID   string `json:"lease_id"`
 	StartDate string `json:"start_date"`
 	EndDate   string `json:"end_date"`
+	// Slots is Climate's extension: the instance slots the reservation holds on the host
+	// (absent when it holds the whole host).
+	Slots int `json:"slots,omitempty"`
 }
 
 // Link is a link in a list answer: rel "next" is the next page of a paged list.
@@ -189,6 +219,10 @@ type Slot struct {
 	StartDate string `json:"start_date"`
 	EndDate   string `json:"end_date"`
 	FreeHosts int    `json:"free_hosts"`
+	// In a timeline asked for them (Climate's extension): instance slots of the asked
+	// size and floating IPs of the asked network free for the whole bucket.
+	FreeSlots       *int `json:"free_slots,omitempty"`
+	FreeFloatingIPs *int `json:"free_floatingips,omitempty"`
 }
 
 // Timeline is the answer of GET /v1/availability/timeline.
@@ -346,14 +380,18 @@ func LeaseOf(l *climate.Lease) Lease {
 		TrustID: l.TrustID, CreatedAt: FormatCreated(l.CreatedAt), UpdatedAt: FormatUpdated(l.UpdatedAt),
 		Reservations: make([]Reservation, 0, len(l.Reservations)),
 		Events:       make([]Event, 0, len(l.Events)),
+		LeaseType:    string(l.Type), Priority: l.Priority,
+	}
+	if !l.RetryUntil.IsZero() {
+		until := FormatTime(l.RetryUntil)
+		out.RetryUntil = &until
 	}
 	for _, r := range l.Reservations {
-		host, fip := reservationFields(&r)
 		out.Reservations = append(out.Reservations, Reservation{
 			ID: r.ID, LeaseID: r.LeaseID, ResourceID: r.ID, ResourceType: r.ResourceType,
 			Status: string(r.Status), MissingResources: r.MissingResources, ResourcesChanged: r.ResourcesChanged,
 			CreatedAt: FormatCreated(r.CreatedAt), UpdatedAt: FormatUpdated(r.UpdatedAt),
-			HostFields: host, FloatingIPFields: fip,
+			Fields: builtin.Fields(&r),
 		})
 	}
 	for _, e := range l.Events {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"climate"
+	"climate/policy"
 )
 
 // Config tunes a Hub.
@@ -29,6 +30,9 @@ type Config struct {
 	// (default 256): the bound on what a slow reader makes the server hold.
 	Buffer int
 	Logger *slog.Logger
+	// Policy decides who may watch (rule blazar:leases:get); nil means the default rules,
+	// policy.Default().
+	Policy climate.Policy
 }
 
 // Defaults.
@@ -71,6 +75,9 @@ func New(store climate.Store, cfg Config) *Hub {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Policy == nil {
+		cfg.Policy = policy.Default()
 	}
 	return &Hub{store: store, cfg: cfg, wake: make(chan struct{}, 1), subs: map[string]map[*subscription]struct{}{}}
 }
@@ -241,7 +248,7 @@ func (h *Hub) close() {
 // WatchNotifications implements climate.NotificationService. Reading is Blazar's
 // project_reader_or_admin rule, as for leases.
 func (h *Hub) WatchNotifications(ctx context.Context, who climate.Identity, q climate.NotificationQuery) (climate.NotificationStream, error) {
-	if err := climate.RequireReader(who, "blazar:leases:get"); err != nil {
+	if err := h.cfg.Policy.Check(who, "blazar:leases:get", who.OwnTarget()); err != nil {
 		return nil, err
 	}
 	if !who.IsAdmin() {
@@ -268,6 +275,9 @@ func (h *Hub) WatchNotifications(ctx context.Context, who climate.Identity, q cl
 			if !who.IsAdmin() && l.ProjectID != who.ProjectID {
 				// As if it did not exist: other projects' ids are not confirmed.
 				return climate.Errorf(climate.CodeNotFound, "Object with {'lease_id': '%s'} not found", q.LeaseID)
+			}
+			if err := h.cfg.Policy.Check(who, "blazar:leases:get", climate.Target{ProjectID: l.ProjectID, UserID: l.UserID}); err != nil {
+				return err
 			}
 		}
 		last, err := tx.LastNotificationSeq(ctx)

@@ -13,6 +13,7 @@ import (
 
 	"climate"
 	"climate/http/api"
+	"climate/policy"
 )
 
 // Service implements climate.WebhookService.
@@ -24,6 +25,17 @@ type Service struct {
 	// Notified, when set, is called after a change that delivery must hear of at once (a
 	// webhook created or enabled), to wake the worker.
 	Notified func()
+	// Policy decides who may do what; nil means the default rules, policy.Default().
+	Policy climate.Policy
+}
+
+// allow checks a policy rule for who on target.
+func (s *Service) allow(who climate.Identity, rule string, target climate.Target) error {
+	p := s.Policy
+	if p == nil {
+		p = policy.Default()
+	}
+	return p.Check(who, rule, target)
 }
 
 // Blazar has no webhook policies; these names follow its scheme.
@@ -42,7 +54,7 @@ func notFound(id string) error {
 // that cannot receive is refused now, not discovered a day later), and subscribes it from
 // the next notification on.
 func (s *Service) CreateWebhook(ctx context.Context, who climate.Identity, req climate.WebhookRequest) (*climate.Webhook, error) {
-	if err := climate.RequireMember(who, rulePost); err != nil {
+	if err := s.allow(who, rulePost, who.OwnTarget()); err != nil {
 		return nil, err
 	}
 	project := req.ProjectID
@@ -189,7 +201,8 @@ func checkEventTypes(types []string) ([]string, error) {
 
 // visible returns webhook id if who may see it: an admin any, anyone else their
 // project's (not all-project ones). Others' are "not found", so ids are not confirmed.
-func visible(ctx context.Context, tx climate.Tx, who climate.Identity, id string) (*climate.Webhook, error) {
+// Then rule is checked on the webhook's project and user.
+func (s *Service) visible(ctx context.Context, tx climate.Tx, who climate.Identity, id, rule string) (*climate.Webhook, error) {
 	if err := climate.CheckText("webhook id", id, climate.MaxNameLength); err != nil {
 		return nil, err
 	}
@@ -200,17 +213,20 @@ func visible(ctx context.Context, tx climate.Tx, who climate.Identity, id string
 	if !who.IsAdmin() && (w.AllProjects || w.ProjectID != who.ProjectID) {
 		return nil, notFound(id)
 	}
+	if err := s.allow(who, rule, climate.Target{ProjectID: w.ProjectID, UserID: w.UserID}); err != nil {
+		return nil, err
+	}
 	return w, nil
 }
 
 // GetWebhook implements climate.WebhookService.
 func (s *Service) GetWebhook(ctx context.Context, who climate.Identity, id string) (*climate.Webhook, error) {
-	if err := climate.RequireReader(who, ruleGet); err != nil {
+	if err := s.allow(who, ruleGet, who.OwnTarget()); err != nil {
 		return nil, err
 	}
 	var w *climate.Webhook
 	err := s.Store.View(ctx, func(tx climate.Tx) (err error) {
-		w, err = visible(ctx, tx, who, id)
+		w, err = s.visible(ctx, tx, who, id, ruleGet)
 		return err
 	})
 	if err != nil {
@@ -222,7 +238,7 @@ func (s *Service) GetWebhook(ctx context.Context, who climate.Identity, id strin
 
 // ListWebhooks implements climate.WebhookService: an admin's lists every webhook.
 func (s *Service) ListWebhooks(ctx context.Context, who climate.Identity) ([]climate.Webhook, error) {
-	if err := climate.RequireReader(who, ruleGet); err != nil {
+	if err := s.allow(who, ruleGet, who.OwnTarget()); err != nil {
 		return nil, err
 	}
 	project := who.ProjectID
@@ -246,12 +262,12 @@ func (s *Service) ListWebhooks(ctx context.Context, who climate.Identity) ([]cli
 // creation. Enabling a disabled webhook resumes its deliveries with the next notification:
 // what happened while it was disabled is not sent.
 func (s *Service) UpdateWebhook(ctx context.Context, who climate.Identity, id string, u climate.WebhookUpdate) (*climate.Webhook, error) {
-	if err := climate.RequireMember(who, rulePut); err != nil {
+	if err := s.allow(who, rulePut, who.OwnTarget()); err != nil {
 		return nil, err
 	}
 	var w *climate.Webhook
 	if err := s.Store.View(ctx, func(tx climate.Tx) (err error) {
-		w, err = visible(ctx, tx, who, id)
+		w, err = s.visible(ctx, tx, who, id, rulePut)
 		return err
 	}); err != nil {
 		return nil, err
@@ -307,11 +323,11 @@ func (s *Service) UpdateWebhook(ctx context.Context, who climate.Identity, id st
 
 // DeleteWebhook implements climate.WebhookService; deliveries stop at once.
 func (s *Service) DeleteWebhook(ctx context.Context, who climate.Identity, id string) error {
-	if err := climate.RequireMember(who, ruleDelete); err != nil {
+	if err := s.allow(who, ruleDelete, who.OwnTarget()); err != nil {
 		return err
 	}
 	return s.Store.Update(ctx, func(tx climate.Tx) error {
-		w, err := visible(ctx, tx, who, id)
+		w, err := s.visible(ctx, tx, who, id, ruleDelete)
 		if err != nil {
 			return err
 		}
@@ -325,7 +341,7 @@ func (s *Service) DeleteWebhook(ctx context.Context, who climate.Identity, id st
 // WebhookDeliveries implements climate.WebhookService: at most WebhookDeliveriesKept
 // (limit <= 0 means all kept).
 func (s *Service) WebhookDeliveries(ctx context.Context, who climate.Identity, id string, limit int) ([]climate.WebhookDelivery, error) {
-	if err := climate.RequireReader(who, ruleGet); err != nil {
+	if err := s.allow(who, ruleGet, who.OwnTarget()); err != nil {
 		return nil, err
 	}
 	if limit <= 0 || limit > climate.WebhookDeliveriesKept {
@@ -333,7 +349,7 @@ func (s *Service) WebhookDeliveries(ctx context.Context, who climate.Identity, i
 	}
 	var out []climate.WebhookDelivery
 	err := s.Store.View(ctx, func(tx climate.Tx) error {
-		if _, err := visible(ctx, tx, who, id); err != nil {
+		if _, err := s.visible(ctx, tx, who, id, ruleGet); err != nil {
 			return err
 		}
 		var err error

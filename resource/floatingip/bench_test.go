@@ -43,6 +43,6 @@ func BenchmarkPlan10000Addresses(b *testing.B) {
 		net := i % 10
 		r := climate.Reservation{NetworkID: fmt.Sprintf("net%d", net), Amount: 2,
 			RequiredFloatingIPs: []string{fips[net+10*rng.IntN(1000)].Address}}
-		_, _ = ft.Plan(v, l, &r, nil, map[string]bool{}, 0)
+		_, _ = ft.Plan(v, l, &r, nil, nil, 0)
 	}
 }

@@ -3,6 +3,7 @@
 package floatingip
 
 import (
+	"context"
 	"net/netip"
 	"slices"
 	"strings"
@@ -32,7 +33,7 @@ func invalid(format string, args ...any) error {
 
 // New implements resource.Type with Blazar's rules: network_id and amount required,
 // amount ≥ 1, required_floatingips valid addresses, no more of them than amount.
-func (t Type) New(rr climate.ReservationRequest) (climate.Reservation, error) {
+func (t Type) New(_ context.Context, rr climate.ReservationRequest) (climate.Reservation, error) {
 	if err := resource.Only(t, rr, fields...); err != nil {
 		return climate.Reservation{}, err
 	}
@@ -51,7 +52,7 @@ func (t Type) New(rr climate.ReservationRequest) (climate.Reservation, error) {
 
 // Update implements resource.Type: amount may change; network_id may not, and
 // required_floatingips only to none (Blazar's rules).
-func (t Type) Update(r *climate.Reservation, rr climate.ReservationRequest) error {
+func (t Type) Update(_ context.Context, r *climate.Reservation, rr climate.ReservationRequest) error {
 	if err := resource.Only(t, rr, fields...); err != nil {
 		return err
 	}
@@ -116,7 +117,7 @@ func validate(r *climate.Reservation) error {
 
 // Plan implements resource.Type: the required addresses, then best fit among the
 // network's free ones (plan.Index, as for hosts).
-func (Type) Plan(v *resource.View, l *climate.Lease, r *climate.Reservation, had []string, taken map[string]bool, rotate int) ([]string, error) {
+func (Type) Plan(v *resource.View, l *climate.Lease, r *climate.Reservation, had, planned []climate.Allocation, rotate int) ([]climate.Allocation, error) {
 	prefer := make([]string, 0, len(r.RequiredFloatingIPs)+len(had))
 	for _, addr := range r.RequiredFloatingIPs {
 		f := v.Addresses[[2]string{r.NetworkID, addr}]
@@ -125,7 +126,7 @@ func (Type) Plan(v *resource.View, l *climate.Lease, r *climate.Reservation, had
 		}
 		prefer = append(prefer, f.ID)
 	}
-	for _, id := range had { // a required address is also one it had
+	for _, id := range resource.IDs(had) { // a required address is also one it had
 		if !slices.Contains(prefer, id) {
 			prefer = append(prefer, id)
 		}
@@ -134,7 +135,7 @@ func (Type) Plan(v *resource.View, l *climate.Lease, r *climate.Reservation, had
 	ids, _, err := v.FloatingIPs.PlaceHosts(plan.HostRequest{
 		Window: plan.Window{Start: l.Start, End: l.End}, Min: r.Amount, Max: r.Amount,
 		Match:     func(h *climate.Host) bool { return h.Extra[resource.NetworkProperty] == net },
-		FilterKey: "network " + net, Prefer: prefer, Exclude: taken, Lease: l.ID, Rotate: rotate,
+		FilterKey: "network " + net, Prefer: prefer, Exclude: resource.Taken(planned), Lease: l.ID, Rotate: rotate,
 	})
 	if err != nil {
 		return nil, climate.Errorf(climate.CodeConflict, "Not enough floating IPs available: %d requested on network %s, fewer are free in the window", r.Amount, r.NetworkID)
@@ -148,5 +149,13 @@ func (Type) Plan(v *resource.View, l *climate.Lease, r *climate.Reservation, had
 	if len(busy) > 0 {
 		return nil, climate.Errorf(climate.CodeConflict, "Not enough floating IPs available: required %s not free in the window", strings.Join(busy, ", "))
 	}
-	return ids, nil
+	return resource.Whole(ids), nil
 }
+
+// Fields implements resource.Type with Blazar's keys for floating IP reservations.
+func (Type) Fields(r *climate.Reservation) map[string]any {
+	return map[string]any{"network_id": r.NetworkID, "amount": r.Amount, "required_floatingips": append([]string{}, r.RequiredFloatingIPs...)}
+}
+
+// Hosts implements resource.Type: none; addresses are not hosts.
+func (Type) Hosts(*climate.Reservation) []string { return nil }

@@ -1,6 +1,7 @@
 package floatingip_test
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -20,11 +21,11 @@ func TestNewAndUpdateValidate(t *testing.T) {
 	ok := func(amount int, required ...string) climate.ReservationRequest {
 		return climate.ReservationRequest{ResourceType: floatingip.Name, NetworkID: ptr("ext"), Amount: &amount, RequiredFloatingIPs: &required}
 	}
-	r, err := ft.New(ok(3, "172.24.4.10", "::ffff:172.24.4.11", "2001:DB8::1"))
+	r, err := ft.New(context.Background(), ok(3, "172.24.4.10", "::ffff:172.24.4.11", "2001:DB8::1"))
 	if err != nil || r.Amount != 3 || r.NetworkID != "ext" || !slices.Equal(r.RequiredFloatingIPs, []string{"172.24.4.10", "172.24.4.11", "2001:db8::1"}) {
 		t.Fatalf("New: %+v, %v", r, err)
 	}
-	if r, err := ft.New(ok(1)); err != nil || r.RequiredFloatingIPs != nil {
+	if r, err := ft.New(context.Background(), ok(1)); err != nil || r.RequiredFloatingIPs != nil {
 		t.Errorf("New without required: %+v, %v", r, err)
 	}
 	for name, c := range map[string]struct {
@@ -45,13 +46,13 @@ func TestNewAndUpdateValidate(t *testing.T) {
 		"long network":     {climate.ReservationRequest{NetworkID: ptr(strings.Repeat("n", 256)), Amount: ptr(1)}, "network_id is too long"},
 		"required too big": {ok(1, "1.2.3.4", "1.2.3.5"), "larger than amount"},
 	} {
-		if _, err := ft.New(c.rr); climate.ErrorCode(err) != climate.CodeInvalid || !strings.Contains(err.Error(), c.want) {
+		if _, err := ft.New(context.Background(), c.rr); climate.ErrorCode(err) != climate.CodeInvalid || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want a 400 saying %q", name, err, c.want)
 		}
 	}
 
-	r, _ = ft.New(ok(2, "172.24.4.10"))
-	if err := ft.Update(&r, climate.ReservationRequest{Amount: ptr(4)}); err != nil || r.Amount != 4 {
+	r, _ = ft.New(context.Background(), ok(2, "172.24.4.10"))
+	if err := ft.Update(context.Background(), &r, climate.ReservationRequest{Amount: ptr(4)}); err != nil || r.Amount != 4 {
 		t.Errorf("update amount: %+v, %v", r, err)
 	}
 	for name, c := range map[string]struct {
@@ -64,11 +65,11 @@ func TestNewAndUpdateValidate(t *testing.T) {
 	} {
 		cp := r
 		cp.RequiredFloatingIPs = slices.Clone(r.RequiredFloatingIPs)
-		if err := ft.Update(&cp, c.rr); climate.ErrorCode(err) != climate.CodeInvalid || !strings.Contains(err.Error(), c.want) {
+		if err := ft.Update(context.Background(), &cp, c.rr); climate.ErrorCode(err) != climate.CodeInvalid || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("update %s: %v, want %q", name, err, c.want)
 		}
 	}
-	if err := ft.Update(&r, climate.ReservationRequest{RequiredFloatingIPs: &[]string{}}); err != nil || r.RequiredFloatingIPs != nil {
+	if err := ft.Update(context.Background(), &r, climate.ReservationRequest{RequiredFloatingIPs: &[]string{}}); err != nil || r.RequiredFloatingIPs != nil {
 		t.Errorf("update required to none: %+v, %v", r, err)
 	}
 }
@@ -115,7 +116,8 @@ func TestPlanAgainstBruteForce(t *testing.T) {
 					r.RequiredFloatingIPs = append(r.RequiredFloatingIPs, addr)
 				}
 			}
-			ids, err := ft.Plan(v, l, &r, nil, map[string]bool{}, 0)
+			allocs, err := ft.Plan(v, l, &r, nil, nil, 0)
+			ids := resource.IDs(allocs)
 
 			nFree, requiredOK := 0, true
 			for _, f := range fips {

@@ -3,7 +3,9 @@
 package host
 
 import (
+	"context"
 	"strings"
+	"time"
 
 	"climate"
 	"climate/plan"
@@ -28,7 +30,7 @@ func invalid(format string, args ...any) error {
 
 // New implements resource.Type with Blazar's rules: min and max required, 1 ≤ min ≤ max,
 // property queries that parse, before_end one of "", "default", "snapshot".
-func (t Type) New(rr climate.ReservationRequest) (climate.Reservation, error) {
+func (t Type) New(_ context.Context, rr climate.ReservationRequest) (climate.Reservation, error) {
 	if err := resource.Only(t, rr, fields...); err != nil {
 		return climate.Reservation{}, err
 	}
@@ -52,7 +54,7 @@ func (t Type) New(rr climate.ReservationRequest) (climate.Reservation, error) {
 }
 
 // Update implements resource.Type: min, max and the queries may change, before_end not.
-func (t Type) Update(r *climate.Reservation, rr climate.ReservationRequest) error {
+func (t Type) Update(_ context.Context, r *climate.Reservation, rr climate.ReservationRequest) error {
 	if err := resource.Only(t, rr, fields...); err != nil {
 		return err
 	}
@@ -98,16 +100,16 @@ func validate(r *climate.Reservation) error {
 }
 
 // Plan implements resource.Type: best fit among the matching free hosts (plan.Index).
-func (Type) Plan(v *resource.View, l *climate.Lease, r *climate.Reservation, had []string, taken map[string]bool, rotate int) ([]string, error) {
+func (Type) Plan(v *resource.View, l *climate.Lease, r *climate.Reservation, had, planned []climate.Allocation, rotate int) ([]climate.Allocation, error) {
 	q, err := Filter(r, v.Properties)
 	if err != nil {
 		return nil, err
 	}
 	hosts, _, err := v.Index.PlaceHosts(plan.HostRequest{
 		Window: plan.Window{Start: l.Start, End: l.End}, Min: r.Min, Max: r.Max,
-		Match: Matcher(q), FilterKey: q.String(), Prefer: had, Exclude: taken, Lease: l.ID, Rotate: rotate,
+		Match: Matcher(q), FilterKey: q.String(), Prefer: resource.IDs(had), Exclude: resource.Taken(planned), Lease: l.ID, Rotate: rotate,
 	})
-	return hosts, err
+	return resource.Whole(hosts), err
 }
 
 // Filter parses a reservation's two property queries and checks every property name it
@@ -143,3 +145,29 @@ func Matcher(q *query.Query) func(*climate.Host) bool {
 	}
 	return func(h *climate.Host) bool { return q.Match(h.Property) }
 }
+
+// Fields implements resource.Type with Blazar's keys for host reservations.
+func (Type) Fields(r *climate.Reservation) map[string]any {
+	return map[string]any{"min": r.Min, "max": r.Max, "hypervisor_properties": r.HypervisorProperties,
+		"resource_properties": r.ResourceProperties, "before_end": r.BeforeEnd}
+}
+
+var _ resource.Searcher = Type{}
+
+// Earliest implements resource.Searcher: the windows in which r's minimum of matching
+// hosts is free (plan.Index's sweep).
+func (Type) Earliest(v *resource.View, r *climate.Reservation, after, deadline time.Time, d time.Duration, limit int) ([]climate.Slot, error) {
+	q, err := Filter(r, v.Properties)
+	if err != nil {
+		return nil, err
+	}
+	var out []climate.Slot
+	for _, s := range v.Index.EarliestSlots(plan.SlotRequest{Count: r.Min, Duration: d, After: after, Deadline: deadline,
+		Match: Matcher(q), FilterKey: q.String(), Limit: limit}) {
+		out = append(out, climate.Slot{Start: s.Start, End: s.End, Free: s.Free})
+	}
+	return out, nil
+}
+
+// Hosts implements resource.Type: every host the reservation holds.
+func (Type) Hosts(r *climate.Reservation) []string { return resource.IDs(r.Allocations) }

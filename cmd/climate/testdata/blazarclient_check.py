@@ -15,6 +15,7 @@ import time
 from blazarclient import client as blazar_client
 from blazarclient import exception
 from blazarclient.v1.shell_commands import floatingips as fip_commands
+from blazarclient.v1.shell_commands import leases as lease_commands
 
 logging.disable(logging.WARNING)  # the client warns that blazar_url + auth_token is deprecated
 
@@ -195,6 +196,76 @@ admin.floatingip.delete(fip6["id"])
 check("floating IP delete", admin.floatingip.list() == [])
 expect_error("deleted floating IP is gone", 404, "not found", admin.floatingip.get, fip["id"])
 expect_error("unknown floating IP", 404, "Object with {'floatingip_id': 'nope'} not found", admin.floatingip.delete, "nope")
+
+# Instance slots, as `openstack reservation lease create --reservation
+# resource_type=virtual:instance,amount=…,vcpus=…,…` sends them: the client's own parser
+# (ints as numbers, affinity as the string given, missing keys as its defaults).
+parser = lease_commands.CreateLease.__new__(lease_commands.CreateLease)
+parser.log = logging.getLogger("blazarclient")
+
+
+def instance_reservation(text):
+    return parser._parse_params(text, lease_commands.CREATE_RESERVATION_KEYS["virtual:instance"], "invalid")
+
+
+s1 = admin.host.create("slots-1", vcpus="8", memory_mb="16384", local_gb="100")
+s2 = admin.host.create("slots-2", vcpus="8", memory_mb="16384", local_gb="100")
+later = tomorrow + datetime.timedelta(days=2)
+ires = instance_reservation("resource_type=virtual:instance,amount=4,vcpus=2,memory_mb=2048,disk_gb=10,affinity=False")
+check("the client sends affinity as a string", ires["affinity"] == "False" and ires["amount"] == 4, ires)
+expect_error("anti-affinity needs distinct hosts", 409, "on distinct hosts (anti-affinity)", member.lease.create,
+             "spread", api_date(later), api_date(later + datetime.timedelta(hours=2)), [ires], [])
+ires["amount"] = 2
+ilease = member.lease.create("spread", api_date(later), api_date(later + datetime.timedelta(hours=2)), [ires], [])
+ir = ilease["reservations"][0]
+check("instance lease create", ilease["status"] == "PENDING" and ir["resource_type"] == "virtual:instance"
+      and ir["vcpus"] == 2 and ir["memory_mb"] == 2048 and ir["disk_gb"] == 10 and ir["amount"] == 2
+      and ir["affinity"] is False and ir["flavor_id"] == ir["id"] and ir["server_group_id"] and "aggregate_id" in ir
+      and "min" not in ir, ilease)
+packed = member.lease.create("pack", api_date(later), api_date(later + datetime.timedelta(hours=2)),
+                             [instance_reservation("resource_type=virtual:instance,amount=6,vcpus=2,memory_mb=2048,disk_gb=10,affinity=None")], [])
+check("affinity None packs (no server group)", packed["reservations"][0]["affinity"] is None
+      and packed["reservations"][0]["server_group_id"] is None, packed["reservations"][0])
+expect_error("slots beyond every host's capacity", 409, "Not enough hosts available", member.lease.create,
+             "full", api_date(later), api_date(later + datetime.timedelta(hours=1)),
+             [instance_reservation("resource_type=virtual:instance,amount=1,vcpus=2,memory_mb=2048,disk_gb=10")], [])
+expect_error("a size left out is Blazar's empty default", 400, "Malformed parameter disk_gb", member.lease.create,
+             "nodisk", api_date(later), api_date(later + datetime.timedelta(hours=1)),
+             [instance_reservation("resource_type=virtual:instance,amount=1,vcpus=2,memory_mb=2048")], [])
+expect_error("an affinity Blazar refuses", 400, "Malformed parameter affinity", member.lease.create,
+             "maybe", api_date(later), api_date(later + datetime.timedelta(hours=1)),
+             [instance_reservation("resource_type=virtual:instance,amount=1,vcpus=1,memory_mb=512,disk_gb=0,affinity=maybe")], [])
+slot_allocs = admin.host.request_manager.get("/os-hosts/allocations?lease_id=" + packed["id"])[1]["allocations"]
+check("allocations count a reservation's slots per host",
+      sum(r["slots"] for a in slot_allocs for r in a["reservations"]) == 6, slot_allocs)
+smaller = member.lease.update(packed["id"], reservations=[{"id": packed["reservations"][0]["id"], "amount": 4}])
+check("instance reservation amount update", smaller["reservations"][0]["amount"] == 4, smaller)
+
+# flavor:instance through the Python API (this client's CLI parser has no keys for it),
+# with a flavor registered on Climate's /v1/flavors; the flavor id goes out as a number.
+admin.host.request_manager.post("/flavors", body={"id": "42", "name": "m1.small", "vcpus": 1, "ram": 1024, "disk": 10})
+flav = member.lease.create("flavored", api_date(later + datetime.timedelta(hours=3)), api_date(later + datetime.timedelta(hours=4)),
+                           [{"resource_type": "flavor:instance", "flavor_id": 42, "amount": 3, "affinity": None, "resource_properties": ""}], [])
+fr2 = flav["reservations"][0]
+check("flavor lease create", fr2["resource_type"] == "flavor:instance" and fr2["vcpus"] == 1 and fr2["memory_mb"] == 1024
+      and '"name":"m1.small"' in fr2["resource_properties"], fr2)
+expect_error("unknown flavor", 400, 'Invalid flavor_id "nope"', member.lease.create, "noflavor", api_date(later),
+             api_date(later + datetime.timedelta(hours=1)), [{"resource_type": "flavor:instance", "flavor_id": "nope", "amount": 1}], [])
+for l in (ilease, packed, flav):
+    member.lease.delete(l["id"])
+
+# Climate's lease types: a retry lease that does not fit waits; Blazar's client shows its
+# status as it is (the client has no lease_type argument: the body goes through its
+# request manager, as any extension would).
+resp, body = member.lease.request_manager.post("/leases", body={
+    "name": "waits", "start_date": api_date(later), "end_date": api_date(later + datetime.timedelta(hours=1)),
+    "lease_type": "retry", "reservations": [{"resource_type": "physical:host", "min": 40, "max": 40,
+                                              "hypervisor_properties": "", "resource_properties": ""}], "events": []})
+waits = body["lease"]
+check("a retry lease that does not fit waits", waits["status"] == "WAITING" and waits["lease_type"] == "retry", waits)
+check("the client shows the WAITING status", member.lease.get(waits["id"])["status"] == "WAITING"
+      and "WAITING" in [l["status"] for l in member.lease.list()])
+member.lease.delete(waits["id"])
 
 print("%d passed, %d failed" % (passed, failed))
 sys.exit(1 if failed else 0)
