@@ -23,7 +23,7 @@ func (t *tx) AllocationChanges(ctx context.Context, since int64) ([]climate.Allo
 		return nil, false, nil
 	}
 	rows, err := t.q.Query(ctx, `SELECT revision, removed, allocation_id, reservation_id, lease_id, resource_id, start_at, end_at,
-		slots, vcpus, memory_mb, disk_gb
+		slots, vcpus, memory_mb, disk_gb, preemptible
 		FROM allocation_log WHERE revision > $1 ORDER BY revision, removed DESC, seq`, since)
 	if err != nil {
 		return nil, false, dbError(err)
@@ -34,7 +34,7 @@ func (t *tx) AllocationChanges(ctx context.Context, since int64) ([]climate.Allo
 		var c climate.AllocationChange
 		a := &c.Allocation
 		if err := rows.Scan(&c.Revision, &c.Removed, &a.ID, &a.ReservationID, &a.LeaseID, &a.ResourceID, &a.Start, &a.End,
-			&a.Slots, &a.Size.VCPUs, &a.Size.MemoryMB, &a.Size.DiskGB); err != nil {
+			&a.Slots, &a.Size.VCPUs, &a.Size.MemoryMB, &a.Size.DiskGB, &a.Preemptible); err != nil {
 			return nil, false, dbError(err)
 		}
 		a.Start, a.End = fromTS(a.Start), fromTS(a.End)

@@ -32,7 +32,7 @@ func (t *tx) ListLeases(ctx context.Context, f climate.LeaseFilter) ([]climate.L
 }
 
 const leaseSelect = `SELECT id, name, user_id, project_id, trust_id, start_at, end_at, status, degraded, created_at, updated_at,
-	lease_type, retry_until, priority FROM leases`
+	lease_type, retry_until, priority, max_retries, retries, preemptible, on_preempt FROM leases`
 
 // leaseQuery builds ListLeases' query for f.
 func leaseQuery(f climate.LeaseFilter) (string, []any) {
@@ -89,7 +89,7 @@ func (t *tx) loadLeases(ctx context.Context, q string, args []any, every bool) (
 		var l climate.Lease
 		var updated, retryUntil *time.Time
 		if err := rows.Scan(&l.ID, &l.Name, &l.UserID, &l.ProjectID, &l.TrustID, &l.Start, &l.End, &l.Status, &l.Degraded, &l.CreatedAt, &updated,
-			&l.Type, &retryUntil, &l.Priority); err != nil {
+			&l.Type, &retryUntil, &l.Priority, &l.MaxRetries, &l.Retries, &l.Preemptible, &l.OnPreempt); err != nil {
 			rows.Close()
 			return nil, dbError(err)
 		}
@@ -188,12 +188,12 @@ func (t *tx) loadLeases(ctx context.Context, q string, args []any, every bool) (
 type scanner interface{ Scan(...any) error }
 
 // allocationColumns are what scanAllocation reads.
-const allocationColumns = `id, reservation_id, lease_id, resource_id, start_at, end_at, slots, vcpus, memory_mb, disk_gb`
+const allocationColumns = `id, reservation_id, lease_id, resource_id, start_at, end_at, slots, vcpus, memory_mb, disk_gb, preemptible`
 
 func scanAllocation(s scanner) (climate.Allocation, error) {
 	var a climate.Allocation
 	if err := s.Scan(&a.ID, &a.ReservationID, &a.LeaseID, &a.ResourceID, &a.Start, &a.End,
-		&a.Slots, &a.Size.VCPUs, &a.Size.MemoryMB, &a.Size.DiskGB); err != nil {
+		&a.Slots, &a.Size.VCPUs, &a.Size.MemoryMB, &a.Size.DiskGB, &a.Preemptible); err != nil {
 		return a, dbError(err)
 	}
 	a.Start, a.End = fromTS(a.Start), fromTS(a.End)
@@ -209,9 +209,10 @@ func (t *tx) InsertLease(ctx context.Context, l *climate.Lease) error {
 	// ON CONFLICT DO NOTHING reports a duplicate without aborting the transaction, as the
 	// SQLite store leaves it usable.
 	tag, err := t.q.Exec(ctx, `INSERT INTO leases (id, name, user_id, project_id, trust_id, start_at, end_at, status, degraded, created_at, updated_at,
-		lease_type, retry_until, priority) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) ON CONFLICT (id) DO NOTHING`,
+		lease_type, retry_until, priority, max_retries, retries, preemptible, on_preempt)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) ON CONFLICT (id) DO NOTHING`,
 		l.ID, l.Name, l.UserID, l.ProjectID, l.TrustID, ts(l.Start), ts(l.End), l.Status, l.Degraded, ts(l.CreatedAt), nullTS(l.UpdatedAt),
-		l.Type, nullTS(l.RetryUntil), l.Priority)
+		l.Type, nullTS(l.RetryUntil), l.Priority, l.MaxRetries, l.Retries, l.Preemptible, l.OnPreempt)
 	if err != nil {
 		return dbError(err)
 	}
@@ -260,9 +261,9 @@ func (t *tx) insertReservation(ctx context.Context, leaseID string, r climate.Re
 // deferred exclusion constraints arbiters, which PostgreSQL refuses.
 func (t *tx) insertAllocation(ctx context.Context, leaseID, reservationID string, a climate.Allocation) error {
 	tag, err := t.q.Exec(ctx, `INSERT INTO allocations (`+allocationColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (id) DO NOTHING`,
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (id) DO NOTHING`,
 		a.ID, reservationID, leaseID, a.ResourceID, ts(a.Start), ts(a.End),
-		a.Slots, a.Size.VCPUs, a.Size.MemoryMB, a.Size.DiskGB)
+		a.Slots, a.Size.VCPUs, a.Size.MemoryMB, a.Size.DiskGB, a.Preemptible)
 	if err != nil {
 		return dbError(err)
 	}
@@ -297,9 +298,10 @@ func (t *tx) UpdateLease(ctx context.Context, l *climate.Lease) error {
 		return err
 	}
 	_, err = t.q.Exec(ctx, `UPDATE leases SET name = $1, user_id = $2, project_id = $3, trust_id = $4, start_at = $5, end_at = $6,
-		status = $7, degraded = $8, created_at = $9, updated_at = $10, lease_type = $11, retry_until = $12, priority = $13 WHERE id = $14`,
+		status = $7, degraded = $8, created_at = $9, updated_at = $10, lease_type = $11, retry_until = $12, priority = $13,
+		max_retries = $14, retries = $15, preemptible = $16, on_preempt = $17 WHERE id = $18`,
 		l.Name, l.UserID, l.ProjectID, l.TrustID, ts(l.Start), ts(l.End), l.Status, l.Degraded, ts(l.CreatedAt), nullTS(l.UpdatedAt),
-		l.Type, nullTS(l.RetryUntil), l.Priority, l.ID)
+		l.Type, nullTS(l.RetryUntil), l.Priority, l.MaxRetries, l.Retries, l.Preemptible, l.OnPreempt, l.ID)
 	if err != nil {
 		return dbError(err)
 	}
@@ -348,9 +350,9 @@ func (t *tx) UpdateLease(ctx context.Context, l *climate.Lease) error {
 				}
 			} else if old != a {
 				if _, err := t.q.Exec(ctx, `UPDATE allocations SET reservation_id = $1, resource_id = $2, start_at = $3, end_at = $4,
-					slots = $5, vcpus = $6, memory_mb = $7, disk_gb = $8 WHERE id = $9`,
+					slots = $5, vcpus = $6, memory_mb = $7, disk_gb = $8, preemptible = $9 WHERE id = $10`,
 					a.ReservationID, a.ResourceID, a.Start, a.End,
-					a.Slots, a.Size.VCPUs, a.Size.MemoryMB, a.Size.DiskGB, a.ID); err != nil {
+					a.Slots, a.Size.VCPUs, a.Size.MemoryMB, a.Size.DiskGB, a.Preemptible, a.ID); err != nil {
 					return dbError(err)
 				}
 			}

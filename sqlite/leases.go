@@ -31,7 +31,7 @@ func (t *tx) ListLeases(ctx context.Context, f climate.LeaseFilter) ([]climate.L
 }
 
 const leaseSelect = `SELECT id, name, user_id, project_id, trust_id, start_at, end_at, status, degraded, created_at, updated_at,
-	lease_type, retry_until, priority FROM leases`
+	lease_type, retry_until, priority, max_retries, retries, preemptible, on_preempt FROM leases`
 
 // leaseQuery builds ListLeases' query for f.
 func leaseQuery(f climate.LeaseFilter) (string, []any) {
@@ -81,7 +81,7 @@ func (t *tx) loadLeases(ctx context.Context, q string, args []any, every bool) (
 		var start, end, created int64
 		var updated, retryUntil sql.NullInt64
 		if err := rows.Scan(&l.ID, &l.Name, &l.UserID, &l.ProjectID, &l.TrustID, &start, &end, &l.Status, &l.Degraded, &created, &updated,
-			&l.Type, &retryUntil, &l.Priority); err != nil {
+			&l.Type, &retryUntil, &l.Priority, &l.MaxRetries, &l.Retries, &l.Preemptible, &l.OnPreempt); err != nil {
 			rows.Close()
 			return nil, internal(err)
 		}
@@ -185,13 +185,13 @@ func (t *tx) loadLeases(ctx context.Context, q string, args []any, every bool) (
 type scanner interface{ Scan(...any) error }
 
 // allocationColumns are what scanAllocation reads.
-const allocationColumns = `id, reservation_id, lease_id, resource_id, start_at, end_at, slots, vcpus, memory_mb, disk_gb`
+const allocationColumns = `id, reservation_id, lease_id, resource_id, start_at, end_at, slots, vcpus, memory_mb, disk_gb, preemptible`
 
 func scanAllocation(s scanner) (climate.Allocation, error) {
 	var a climate.Allocation
 	var start, end int64
 	if err := s.Scan(&a.ID, &a.ReservationID, &a.LeaseID, &a.ResourceID, &start, &end,
-		&a.Slots, &a.Size.VCPUs, &a.Size.MemoryMB, &a.Size.DiskGB); err != nil {
+		&a.Slots, &a.Size.VCPUs, &a.Size.MemoryMB, &a.Size.DiskGB, &a.Preemptible); err != nil {
 		return a, internal(err)
 	}
 	a.Start, a.End = fromMicros(start), fromMicros(end)
@@ -205,9 +205,10 @@ func (t *tx) InsertLease(ctx context.Context, l *climate.Lease) error {
 		return err
 	}
 	_, err := t.q.ExecContext(ctx, `INSERT INTO leases (id, name, user_id, project_id, trust_id, start_at, end_at, status, degraded, created_at, updated_at,
-		lease_type, retry_until, priority) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		lease_type, retry_until, priority, max_retries, retries, preemptible, on_preempt)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		l.ID, l.Name, l.UserID, l.ProjectID, l.TrustID, micros(l.Start), micros(l.End), l.Status, l.Degraded, micros(l.CreatedAt), nullMicros(l.UpdatedAt),
-		l.Type, nullMicros(l.RetryUntil), l.Priority)
+		l.Type, nullMicros(l.RetryUntil), l.Priority, l.MaxRetries, l.Retries, l.Preemptible, l.OnPreempt)
 	if isUnique(err) {
 		return climate.Errorf(climate.CodeConflict, "Lease %s already exists", l.ID)
 	}
@@ -249,9 +250,9 @@ func (t *tx) insertReservation(ctx context.Context, leaseID string, r climate.Re
 }
 
 func (t *tx) insertAllocation(ctx context.Context, leaseID, reservationID string, a climate.Allocation) error {
-	_, err := t.q.ExecContext(ctx, `INSERT INTO allocations (`+allocationColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := t.q.ExecContext(ctx, `INSERT INTO allocations (`+allocationColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		a.ID, reservationID, leaseID, a.ResourceID, micros(a.Start), micros(a.End),
-		a.Slots, a.Size.VCPUs, a.Size.MemoryMB, a.Size.DiskGB)
+		a.Slots, a.Size.VCPUs, a.Size.MemoryMB, a.Size.DiskGB, a.Preemptible)
 	if isUnique(err) {
 		return climate.Errorf(climate.CodeConflict, "Allocation %s already exists", a.ID)
 	}
@@ -279,9 +280,10 @@ func (t *tx) UpdateLease(ctx context.Context, l *climate.Lease) error {
 		return err
 	}
 	_, err = t.q.ExecContext(ctx, `UPDATE leases SET name = ?, user_id = ?, project_id = ?, trust_id = ?, start_at = ?, end_at = ?,
-		status = ?, degraded = ?, created_at = ?, updated_at = ?, lease_type = ?, retry_until = ?, priority = ? WHERE id = ?`,
+		status = ?, degraded = ?, created_at = ?, updated_at = ?, lease_type = ?, retry_until = ?, priority = ?,
+		max_retries = ?, retries = ?, preemptible = ?, on_preempt = ? WHERE id = ?`,
 		l.Name, l.UserID, l.ProjectID, l.TrustID, micros(l.Start), micros(l.End), l.Status, l.Degraded, micros(l.CreatedAt), nullMicros(l.UpdatedAt),
-		l.Type, nullMicros(l.RetryUntil), l.Priority, l.ID)
+		l.Type, nullMicros(l.RetryUntil), l.Priority, l.MaxRetries, l.Retries, l.Preemptible, l.OnPreempt, l.ID)
 	if err != nil {
 		return internal(err)
 	}
@@ -330,9 +332,9 @@ func (t *tx) UpdateLease(ctx context.Context, l *climate.Lease) error {
 				}
 			} else if old != a {
 				if _, err := t.q.ExecContext(ctx, `UPDATE allocations SET reservation_id = ?, resource_id = ?, start_at = ?, end_at = ?,
-					slots = ?, vcpus = ?, memory_mb = ?, disk_gb = ? WHERE id = ?`,
+					slots = ?, vcpus = ?, memory_mb = ?, disk_gb = ?, preemptible = ? WHERE id = ?`,
 					a.ReservationID, a.ResourceID, micros(a.Start), micros(a.End),
-					a.Slots, a.Size.VCPUs, a.Size.MemoryMB, a.Size.DiskGB, a.ID); err != nil {
+					a.Slots, a.Size.VCPUs, a.Size.MemoryMB, a.Size.DiskGB, a.Preemptible, a.ID); err != nil {
 					return internal(err)
 				}
 			}

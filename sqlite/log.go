@@ -33,7 +33,7 @@ func (t *tx) AllocationChanges(ctx context.Context, since int64) ([]climate.Allo
 		hi, lo2, hi2 = logSlots-1, 0, hi
 	}
 	rows, err := t.q.QueryContext(ctx, `SELECT revision, added, id, reservation_id, lease_id, resource_id, start_at, end_at,
-		slots, vcpus, memory_mb, disk_gb
+		slots, vcpus, memory_mb, disk_gb, preemptible
 		FROM allocation_log WHERE (slot BETWEEN ? AND ? OR slot BETWEEN ? AND ?) AND revision > ?
 		ORDER BY revision, added`, lo, hi, lo2, hi2, since)
 	if err != nil {
@@ -47,7 +47,7 @@ func (t *tx) AllocationChanges(ctx context.Context, since int64) ([]climate.Allo
 		var start, end int64
 		a := &c.Allocation
 		if err := rows.Scan(&c.Revision, &added, &a.ID, &a.ReservationID, &a.LeaseID, &a.ResourceID, &start, &end,
-			&a.Slots, &a.Size.VCPUs, &a.Size.MemoryMB, &a.Size.DiskGB); err != nil {
+			&a.Slots, &a.Size.VCPUs, &a.Size.MemoryMB, &a.Size.DiskGB, &a.Preemptible); err != nil {
 			return nil, false, internal(err)
 		}
 		c.Removed, a.Start, a.End = !added, fromMicros(start), fromMicros(end)

@@ -10,11 +10,12 @@ import (
 	"climate"
 )
 
-// allocKey identifies an allocation by every field, as a replica's index does: slots and
-// slot size included, so a log that drops them does not replay to the stored allocations.
+// allocKey identifies an allocation by every field, as a replica's index does: slots, slot
+// size and the preemptible flag included, so a log that drops them does not replay to the
+// stored allocations.
 func allocKey(a climate.Allocation) string {
-	return fmt.Sprintf("%s|%s|%s|%s|%d|%d|%d|%d/%d/%d", a.ID, a.ReservationID, a.LeaseID, a.ResourceID, a.Start.UnixMicro(), a.End.UnixMicro(),
-		a.Slots, a.Size.VCPUs, a.Size.MemoryMB, a.Size.DiskGB)
+	return fmt.Sprintf("%s|%s|%s|%s|%d|%d|%d|%d/%d/%d|%v", a.ID, a.ReservationID, a.LeaseID, a.ResourceID, a.Start.UnixMicro(), a.End.UnixMicro(),
+		a.Slots, a.Size.VCPUs, a.Size.MemoryMB, a.Size.DiskGB, a.Preemptible)
 }
 
 // allocSet is a multiset of allocations by allocKey.

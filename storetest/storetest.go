@@ -49,6 +49,8 @@ func Run(t *testing.T, open func(t *testing.T) climate.Store) {
 		{"FloatingIPInventoryRevision", testFloatingIPInventoryRevision},
 		{"Flavors", testFlavors},
 		{"LeaseTypes", testLeaseTypes},
+		{"Preemptible", testPreemptible},
+		{"PreemptibleAllocationLog", testPreemptibleAllocationLog},
 		{"FlavorsNotInventory", testFlavorsNotInventory},
 		{"Maintenances", testMaintenances},
 		{"DegradedLeases", testDegradedLeases},
