@@ -35,7 +35,25 @@ type Lease struct {
 	Type       LeaseType
 	RetryUntil time.Time
 	Priority   int
+	// MaxRetries, when not 0, makes a waiting lease give up after that many re-plans that
+	// did not fit; Retries counts them.
+	MaxRetries, Retries int
+	// Preemptible leases (Climate's extension) run on hosts that are free now but may be
+	// reserved later: a lease that reserves such a host takes it back, after a
+	// lease.preempted notice, and the preemptible lease shrinks or ends (OnPreempt).
+	Preemptible bool
+	OnPreempt   PreemptAction
 }
+
+// PreemptAction is what a preemptible lease does when one of its hosts is taken back.
+type PreemptAction string
+
+// Preempt actions. Shrink keeps the lease with its other hosts (it ends when it has none
+// left); End ends the whole lease when the first host is taken back.
+const (
+	PreemptShrink PreemptAction = "shrink"
+	PreemptEnd    PreemptAction = "end"
+)
 
 // LeaseType is how a lease treats a shortage of capacity (Climate's founding lease types).
 type LeaseType string
@@ -128,6 +146,9 @@ type Allocation struct {
 	// resource. Stored on the allocation so capacity checks need no join.
 	Slots int
 	Size  Size
+	// Preemptible marks the allocation of a preemptible lease: a reserving lease may take
+	// its resource back from a notice ahead (the allocation then ends earlier).
+	Preemptible bool
 }
 
 // Size is how much of a host one instance slot takes.
@@ -201,6 +222,9 @@ const (
 	// EventRetryDeadline ends a waiting retry or best-effort lease that never fitted
 	// (Climate's extension).
 	EventRetryDeadline EventType = "retry_deadline"
+	// EventPreemptLease gives a preemptible lease notice that hosts are taken back from it
+	// (at its allocations' ends, a notice ahead) (Climate's extension).
+	EventPreemptLease EventType = "preempt_lease"
 )
 
 // EventStatus is an event's progress.

@@ -32,6 +32,9 @@ const (
 	NotifyLeaseCreate = "lease.create"
 	NotifyLeaseUpdate = "lease.update"
 	NotifyLeaseDelete = "lease.delete"
+	// NotifyLeasePreempted: hosts of a preemptible lease are taken back (at its
+	// preempt_lease event, a notice ahead); its payload's preemption says which and when.
+	NotifyLeasePreempted = "lease.preempted"
 )
 
 // NotifyEvent is the notification type of a fired event: lease.event.<type>.
@@ -39,7 +42,7 @@ func NotifyEvent(t EventType) string { return "lease.event." + string(t) }
 
 // NotificationTypes returns every notification type, the names filters may use.
 func NotificationTypes() []string {
-	out := []string{NotifyLeaseCreate, NotifyLeaseUpdate, NotifyLeaseDelete, NotifyLeaseDegraded, NotifyLeaseHealed}
+	out := []string{NotifyLeaseCreate, NotifyLeaseUpdate, NotifyLeaseDelete, NotifyLeaseDegraded, NotifyLeaseHealed, NotifyLeasePreempted}
 	for _, t := range []EventType{EventStartLease, EventEndLease, EventBeforeEndLease, EventBeforeStartLease, EventRetryDeadline} {
 		out = append(out, NotifyEvent(t))
 	}

@@ -73,6 +73,11 @@ type LeaseRequest struct {
 	Type       LeaseType
 	RetryUntil time.Time
 	Priority   int
+	MaxRetries int
+	// Preemptible and OnPreempt make a preemptible lease (Lease.Preemptible); OnPreempt ""
+	// means shrink.
+	Preemptible bool
+	OnPreempt   PreemptAction
 }
 
 // SlotQuery asks for the earliest windows of Duration, starting at or after After and

@@ -63,7 +63,10 @@ type Config struct {
 	// MaxSleep, when positive, bounds how long the engine sleeps without re-reading the
 	// next event time: needed when other processes commit events and cannot wake it.
 	MaxSleep time.Duration
-	Logger   *slog.Logger
+	// PreemptionNotice is the manager's (manager.Config): a preempt_lease event's
+	// lease.preempted lists the hosts taken back within it.
+	PreemptionNotice time.Duration
+	Logger           *slog.Logger
 }
 
 // Engine runs due events.
@@ -266,6 +269,8 @@ func (e *Engine) handle(ctx context.Context, ev climate.Event) {
 		l, rep.Err = e.transition(ctx, ev, "", "", e.beforeEnd)
 	case climate.EventBeforeStartLease:
 		l, rep.Err = e.transition(ctx, ev, "", "", noAction) // a heads-up: its notification is the point
+	case climate.EventPreemptLease:
+		l, rep.Err = e.transition(ctx, ev, "", "", noAction) // the notice is the point
 	case climate.EventRetryDeadline:
 		// A waiting lease that never fitted gives up (one that fitted lost this event).
 		l, rep.Err = e.finish(ctx, ev, climate.ReservationDeleted, nil)
@@ -439,6 +444,9 @@ func (e *Engine) finish(ctx context.Context, ev climate.Event, target climate.Re
 		l.UpdatedAt = now
 		if err := tx.UpdateLease(ctx, l); err != nil {
 			return err
+		}
+		if ev.Type == climate.EventPreemptLease && actionErr == nil {
+			return notify.AddPreempted(ctx, tx, l, e.cfg.PreemptionNotice, now)
 		}
 		return notify.Add(ctx, tx, climate.NotifyEvent(ev.Type), l, actionErr, now)
 	})

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -31,9 +32,10 @@ type harness struct {
 	done    chan struct{}
 	actions engine.Actions
 	sole    bool
+	cfg     manager.Config
 }
 
-func newHarness(t *testing.T, actions engine.Actions) *harness {
+func newHarness(t *testing.T, actions engine.Actions, opts ...func(*manager.Config)) *harness {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), t.TempDir()+"/climate.db")
 	if err != nil {
@@ -42,18 +44,23 @@ func newHarness(t *testing.T, actions engine.Actions) *harness {
 	t.Cleanup(func() { st.Close() })
 	h := &harness{t: t, store: st, clock: clock.NewFake(t0), reports: make(chan engine.Report, 100),
 		admin: climate.Identity{UserID: "u", ProjectID: "p", Roles: []string{"admin"}}, actions: actions}
-	h.mgr = manager.New(st, h.clock, manager.Config{BeforeEnd: 30 * time.Minute, EventsChanged: func() {
+	h.cfg = manager.Config{BeforeEnd: 30 * time.Minute, EventsChanged: func() {
 		if h.eng != nil {
 			h.eng.Wake()
 		}
-	}})
+	}}
+	for _, o := range opts {
+		o(&h.cfg)
+	}
+	h.mgr = manager.New(st, h.clock, h.cfg)
 	return h
 }
 
 // start runs the engine until the test ends.
 func (h *harness) start() {
 	h.eng = engine.New(h.store, h.clock, engine.Config{Actions: h.actions, Sole: h.sole, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Observe: func(r engine.Report) { h.reports <- r }})
+		PreemptionNotice: h.cfg.PreemptionNotice,
+		Observe:          func(r engine.Report) { h.reports <- r }})
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel, h.done = cancel, make(chan struct{})
 	go func() { defer close(h.done); _ = h.eng.Run(ctx) }()
@@ -321,5 +328,75 @@ func TestDeletedLeaseFiresNothing(t *testing.T) {
 	r := h.next()
 	if r.Event.LeaseID != keep.ID {
 		t.Fatalf("event of %s fired, want only %s's", r.Event.LeaseID, keep.ID)
+	}
+}
+
+// A preemptible lease gets its lease.preempted notice the preemption notice before a
+// host is taken back, naming the host and the time left; the lease that takes it starts
+// exactly on time, and the preemptible lease keeps running on its other host.
+func TestPreemptedLeaseGetsNoticeAndTheReservingLeaseStartsOnTime(t *testing.T) {
+	const notice = 10 * time.Minute
+	h := newHarness(t, nil, func(c *manager.Config) { c.PreemptionNotice = notice })
+	h.host("n1")
+	h.host("n2")
+	h.start()
+	two := 2
+	p, err := h.mgr.CreateLease(context.Background(), h.admin, climate.LeaseRequest{Name: "sweep", Preemptible: true,
+		Start: climate.Date{Time: t0}, End: climate.Date{Time: t0.Add(10 * time.Hour)},
+		Reservations: []climate.ReservationRequest{{ResourceType: climate.ResourceTypeHost, Min: &two, Max: &two}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := h.next(); r.Event.Type != climate.EventStartLease || r.Event.LeaseID != p.ID {
+		t.Fatalf("report %+v, want the preemptible lease's start", r)
+	}
+	takeBack := t0.Add(3 * time.Hour)
+	r := h.lease("train", takeBack, t0.Add(5*time.Hour))
+	host := r.Reservations[0].Allocations[0].ResourceID
+
+	h.advanceTo(takeBack.Add(-notice), takeBack.Add(-notice))
+	if rep := h.next(); rep.Event.Type != climate.EventPreemptLease || rep.Event.LeaseID != p.ID || rep.Err != nil || !rep.Handled.Equal(takeBack.Add(-notice)) {
+		t.Fatalf("report %+v, want the preemptible lease's notice at %s", rep, takeBack.Add(-notice))
+	}
+	var preempted climate.Notification
+	err = h.store.View(context.Background(), func(tx climate.Tx) error {
+		ns, err := tx.Notifications(context.Background(), 0, 100)
+		for _, n := range ns {
+			if n.EventType == climate.NotifyLeasePreempted {
+				preempted = n
+			}
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var payload struct {
+		LeaseID    string `json:"lease_id"`
+		Preemption struct {
+			OnPreempt     string  `json:"on_preempt"`
+			NoticeSeconds float64 `json:"notice_seconds"`
+			Hosts         []struct {
+				HostID          string  `json:"host_id"`
+				TakenBackAt     string  `json:"taken_back_at"`
+				TimeLeftSeconds float64 `json:"time_left_seconds"`
+			} `json:"hosts"`
+		} `json:"preemption"`
+	}
+	if err := json.Unmarshal(preempted.Payload, &payload); err != nil {
+		t.Fatalf("lease.preempted payload %s: %v", preempted.Payload, err)
+	}
+	pr := payload.Preemption
+	if payload.LeaseID != p.ID || pr.OnPreempt != "shrink" || pr.NoticeSeconds != 600 || len(pr.Hosts) != 1 ||
+		pr.Hosts[0].HostID != host || pr.Hosts[0].TimeLeftSeconds != 600 || pr.Hosts[0].TakenBackAt != "2030-01-01T13:00:00.000000" {
+		t.Errorf("lease.preempted payload %s; want host %s taken back at 13:00 with 600 s left", preempted.Payload, host)
+	}
+
+	h.advanceTo(takeBack, takeBack)
+	if rep := h.next(); rep.Event.Type != climate.EventStartLease || rep.Event.LeaseID != r.ID || !rep.Handled.Equal(takeBack) || rep.Status != climate.LeaseActive {
+		t.Fatalf("report %+v, want the reserving lease started at %s", rep, takeBack)
+	}
+	if got := h.get(p.ID); got.Status != climate.LeaseActive || !got.End.Equal(t0.Add(10*time.Hour)) {
+		t.Errorf("preemptible lease %s until %s; want still ACTIVE on its other host until 10h", got.Status, got.End)
 	}
 }

@@ -68,7 +68,7 @@ func (a *Actions) run(ctx context.Context, l *climate.Lease, ev climate.EventTyp
 	if h == nil && prepare == nil {
 		return nil
 	}
-	targets, err := a.targets(ctx, l)
+	targets, err := a.targets(ctx, l, ev)
 	if err != nil {
 		return fmt.Errorf("%s: reading the lease's hosts: %w", ev, err)
 	}
@@ -132,12 +132,23 @@ func (a *Actions) runHost(ctx context.Context, l *climate.Lease, ev climate.Even
 
 // targets lists the hosts the lease holds whole by id, each with its reservation (each
 // resource type says which those are). A host no longer registered keeps its id as its
-// name.
-func (a *Actions) targets(ctx context.Context, l *climate.Lease) ([]target, error) {
+// name. After the start, a host taken back from a preemptible lease before its end is
+// another lease's: events past the start leave it alone.
+func (a *Actions) targets(ctx context.Context, l *climate.Lease, ev climate.EventType) ([]target, error) {
+	takenBack := map[string]bool{}
+	for _, r := range l.Reservations {
+		for _, al := range r.Allocations {
+			if ev != climate.EventStartLease && al.End.Before(l.End) {
+				takenBack[al.ResourceID] = true
+			}
+		}
+	}
 	byHost := map[string]string{}
 	for i := range l.Reservations {
 		for _, id := range builtin.Hosts(&l.Reservations[i]) {
-			byHost[id] = l.Reservations[i].ID
+			if !takenBack[id] {
+				byHost[id] = l.Reservations[i].ID
+			}
 		}
 	}
 	ids := make([]string, 0, len(byHost))

@@ -395,7 +395,7 @@ func (o object) instant(key string) (time.Time, error) {
 func decodeLeaseRequest(o object) (climate.LeaseRequest, error) {
 	var req climate.LeaseRequest
 	if err := o.only("a lease", "name", "start_date", "end_date", "before_end_date", "before_start_date", "reservations", "events",
-		"duration", "deadline", "dry_run", "lease_type", "retry_until", "priority"); err != nil {
+		"duration", "deadline", "dry_run", "lease_type", "retry_until", "priority", "max_retries", "preemptible", "on_preempt"); err != nil {
 		return req, err
 	}
 	var err error
@@ -411,6 +411,19 @@ func decodeLeaseRequest(o object) (climate.LeaseRequest, error) {
 		return req, err
 	} else if p != nil {
 		req.Priority = *p
+	}
+	if n, err := o.integer("max_retries"); err != nil {
+		return req, err
+	} else if n != nil {
+		req.MaxRetries = *n
+	}
+	if req.Preemptible, err = o.boolean("preemptible"); err != nil {
+		return req, err
+	}
+	if a, err := o.str("on_preempt"); err != nil {
+		return req, err
+	} else if a != nil {
+		req.OnPreempt = climate.PreemptAction(*a)
 	}
 	if req.Duration, err = o.duration("duration"); err != nil {
 		return req, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -96,6 +97,9 @@ func (m *Manager) CreateLease(ctx context.Context, who climate.Identity, req cli
 		l.Reservations = append(l.Reservations, r)
 	}
 	if err := checkLeaseType(req, l); err != nil {
+		return nil, err
+	}
+	if err := checkPreemptible(req, l); err != nil {
 		return nil, err
 	}
 	var search *slotSearch
@@ -232,11 +236,19 @@ type planOptions struct {
 // conflict it plans again on a fresh view. prev is the lease before an update (nil on
 // create): its hosts are preferred, and active reservations must keep all of theirs.
 func (m *Manager) planAndCommit(ctx context.Context, l, prev *climate.Lease, opts planOptions, write func(climate.Tx) error) error {
+	askedEnd, askedEvents := l.End, slices.Clone(l.Events) // a preemptible lease's, before it is fitted
 	for attempt := 0; attempt < commitAttempts; attempt++ {
 		var chosen, onHosts, onOthers []climate.Allocation
 		var capacity map[string]climate.Size
 		var invRev int64
+		var cutLeases []*climate.Lease
+		var cutRemoved, cutAdded []climate.Allocation
+		now := m.now()
+		if l.Preemptible {
+			l.End, l.Events = askedEnd, slices.Clone(askedEvents)
+		}
 		err := m.view(ctx, func(a *resource.View) error {
+			a = m.planningView(a, now)
 			if opts.search != nil { // "earliest": find the slot on this same view
 				if err := m.placeEarliest(l, a, opts.search); err != nil {
 					return err
@@ -248,6 +260,10 @@ func (m *Manager) planAndCommit(ctx context.Context, l, prev *climate.Lease, opt
 				rotate = rand.IntN(1 << 30)
 			}
 			chosen, err = m.planLease(l, prev, a, rotate)
+			if err == nil && l.Preemptible {
+				m.shapePreemptible(l, askedEnd, now)
+				chosen = allocationsOf(l)
+			}
 			invRev = a.Index.InventoryRevision
 			capacity = capacities(a, chosen)
 			onHosts, onOthers = splitHosts(a, chosen)
@@ -270,12 +286,21 @@ func (m *Manager) planAndCommit(ctx context.Context, l, prev *climate.Lease, opt
 				if err != nil {
 					return err
 				}
+				if !l.Preemptible {
+					if others, cutLeases, cutRemoved, cutAdded, err = m.reclaim(ctx, tx, l, others, now); err != nil {
+						return err
+					}
+				}
 				if !plan.Fits(onHosts, others, capacity, c) || !plan.Fits(onOthers, others, capacity, 0) {
 					return climate.ErrConflictRetry
 				}
 			}
-			return write(tx)
-		}, func() []climate.Allocation { return allocationsOf(prev) }, func() []climate.Allocation { return allocationsOf(l) })
+			if err := write(tx); err != nil {
+				return err
+			}
+			return writeCuts(ctx, tx, cutLeases, now)
+		}, func() []climate.Allocation { return append(allocationsOf(prev), cutRemoved...) },
+			func() []climate.Allocation { return append(allocationsOf(l), cutAdded...) })
 		if !errors.Is(err, climate.ErrConflictRetry) {
 			return err
 		}
@@ -342,7 +367,10 @@ func allocationsFor(l *climate.Lease, r *climate.Reservation, planned []climate.
 		if a.ID == "" {
 			a.ID = climate.NewID()
 		}
-		a.ReservationID, a.LeaseID, a.Start, a.End = r.ID, l.ID, l.Start, l.End
+		if a.End.IsZero() { // a preemptible lease's host may end earlier (preemption.go)
+			a.End = l.End
+		}
+		a.ReservationID, a.LeaseID, a.Start = r.ID, l.ID, l.Start
 		out = append(out, a)
 	}
 	return out

@@ -19,6 +19,9 @@ import (
 // retry_until: a day after its requested start.
 const defaultRetryFor = 24 * time.Hour
 
+// maxRetries bounds a lease's max_retries.
+const maxRetries = 10000
+
 // checkLeaseType validates a create request's lease type and sets l's from it.
 func checkLeaseType(req climate.LeaseRequest, l *climate.Lease) error {
 	types := []climate.LeaseType{climate.LeaseImmediate, climate.LeaseRetry, climate.LeaseBestEffort, climate.LeaseScheduled}
@@ -29,14 +32,16 @@ func checkLeaseType(req climate.LeaseRequest, l *climate.Lease) error {
 		}
 		return invalid("Unknown lease_type %q (accepted: %s)", req.Type, strings.Join(names, ", "))
 	}
-	l.Type, l.Priority = req.Type, req.Priority
+	l.Type, l.Priority, l.MaxRetries = req.Type, req.Priority, req.MaxRetries
 	switch {
 	case req.Type == climate.LeaseImmediate && !req.Start.Now:
 		return invalid("An immediate lease starts now: give start_date \"now\"")
 	case req.Type.Waits() && req.Start.Earliest:
 		return invalid("A %s lease waits for capacity by itself: give start_date (or \"now\") and end_date, not \"earliest\"", req.Type)
-	case !req.Type.Waits() && (!req.RetryUntil.IsZero() || req.Priority != 0):
-		return invalid("retry_until and priority go with lease_type retry or best_effort")
+	case !req.Type.Waits() && (!req.RetryUntil.IsZero() || req.Priority != 0 || req.MaxRetries != 0):
+		return invalid("retry_until, max_retries and priority go with lease_type retry or best_effort")
+	case req.MaxRetries < 0 || req.MaxRetries > maxRetries:
+		return invalid("max_retries %d: want 0 (until retry_until only) to %d", req.MaxRetries, maxRetries)
 	case req.Priority < 0 || req.Priority > 1000:
 		return invalid("priority %d: want 0 to 1000 (higher goes first)", req.Priority)
 	}
@@ -159,10 +164,13 @@ func (m *Manager) RetryWaiting(ctx context.Context) (int, error) {
 	// will not fit in it later in the pass: identical requests are refused at once.
 	refused := map[string]bool{}
 	booked := 0
+	var retried []string // leases with max_retries refused in this pass
 	for i := 0; i < len(waiting); {
 		fit := -1
+		var fitStart time.Time
 		err := m.view(ctx, func(v *resource.View) error {
 			mark := m.freed.mark() // what this view has seen freed (changes apply under m.mu)
+			v = m.planningView(v, now)
 			for ; i < len(waiting) && fit < 0; i++ {
 				w := &waiting[i]
 				if !w.RetryUntil.After(now) {
@@ -174,20 +182,25 @@ func (m *Manager) RetryWaiting(ctx context.Context) (int, error) {
 					if fixed {
 						m.refusedAt[w.ID] = mark
 					}
+					if w.MaxRetries > 0 {
+						retried = append(retried, w.ID)
+					}
 					continue
 				}
 				if at, ok := m.refusedAt[w.ID]; ok && fixed && !m.freed.since(at, w.Start, w.End) {
 					continue // nothing it could use was freed since it was refused
 				}
-				l := windowed(w, now)
-				_, err := m.planLease(l, nil, v, 0)
+				start, err := m.hunt(v, w, now)
 				switch {
 				case err == nil:
-					fit = i
+					fit, fitStart = i, start
 				case climate.ErrorCode(err) == climate.CodeConflict:
 					refused[key] = true
 					if fixed {
 						m.refusedAt[w.ID] = mark
+					}
+					if w.MaxRetries > 0 {
+						retried = append(retried, w.ID)
 					}
 				default:
 					m.cfg.Log.Warn("re-planning a waiting lease", "lease", w.ID, "err", err)
@@ -201,7 +214,7 @@ func (m *Manager) RetryWaiting(ctx context.Context) (int, error) {
 		if fit < 0 {
 			break
 		}
-		ok, err := m.bookWaiting(ctx, &waiting[fit])
+		ok, err := m.bookWaiting(ctx, &waiting[fit], fitStart)
 		if err != nil {
 			m.cfg.Log.Warn("booking a waiting lease", "lease", waiting[fit].ID, "err", err)
 		}
@@ -210,11 +223,88 @@ func (m *Manager) RetryWaiting(ctx context.Context) (int, error) {
 			delete(m.refusedAt, waiting[fit].ID)
 		}
 	}
-	if booked > 0 {
+	gaveUp, err := m.countRetries(ctx, retried, now)
+	if err != nil {
+		m.cfg.Log.Warn("counting the re-plans of waiting leases", "err", err)
+	}
+	if booked > 0 || gaveUp > 0 {
 		m.eventsChanged()
 		m.notified()
 	}
 	return booked, nil
+}
+
+// hunt returns when waiting lease w can start if it fits on v now: at its asked start
+// (or now, if that has passed). A best-effort lease that does not also hunts for hosts to
+// take back from preemptible leases, which it may from a notice (and the cleaning time)
+// ahead: it then starts then.
+func (m *Manager) hunt(v *resource.View, w *climate.Lease, now time.Time) (time.Time, error) {
+	start := climate.Later(w.Start, now)
+	_, err := m.planLease(windowed(w, start, now), nil, v, 0)
+	if climate.ErrorCode(err) == climate.CodeConflict && w.Type == climate.LeaseBestEffort && start.Before(v.ReclaimFrom) {
+		if _, herr := m.planLease(windowed(w, v.ReclaimFrom, now), nil, v, 0); herr == nil {
+			return v.ReclaimFrom, nil
+		}
+	}
+	return start, err
+}
+
+// countRetries counts one more re-plan that did not fit for each lease in ids, and gives
+// up those that reached their max_retries: they end as when their retry_until passes.
+// It returns how many gave up.
+func (m *Manager) countRetries(ctx context.Context, ids []string, now time.Time) (int, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	gaveUp := 0
+	err := m.store.Update(ctx, func(tx climate.Tx) error {
+		gaveUp = 0
+		for _, id := range ids {
+			l, err := tx.GetLease(ctx, id)
+			if climate.ErrorCode(err) == climate.CodeNotFound {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if l.Status != l.Type.WaitingStatus() {
+				continue // booked or ended meanwhile
+			}
+			l.Retries++
+			if l.Retries < l.MaxRetries {
+				if err := tx.UpdateLease(ctx, l); err != nil {
+					return err
+				}
+				continue
+			}
+			giveUp(l, now)
+			gaveUp++
+			if err := tx.UpdateLease(ctx, l); err != nil {
+				return err
+			}
+			why := fmt.Errorf("gave up after %d re-plans that did not fit (max_retries)", l.Retries)
+			if err := notify.Add(ctx, tx, climate.NotifyEvent(climate.EventRetryDeadline), l, why, now); err != nil {
+				return err
+			}
+			m.cfg.Log.Info("a waiting lease gave up", "lease", l.ID, "retries", l.Retries)
+		}
+		return nil
+	})
+	return gaveUp, err
+}
+
+// giveUp ends waiting lease l as its retry_deadline event does: the event done, the
+// reservations deleted, the lease in its type's end status.
+func giveUp(l *climate.Lease, now time.Time) {
+	for i := range l.Events {
+		if ev := &l.Events[i]; ev.Type == climate.EventRetryDeadline && ev.Status == climate.EventUndone {
+			ev.Status, ev.Time, ev.UpdatedAt = climate.EventDone, now, now
+		}
+	}
+	for i := range l.Reservations {
+		l.Reservations[i].Status, l.Reservations[i].UpdatedAt = climate.ReservationDeleted, now
+	}
+	l.Status, l.UpdatedAt = l.Type.GaveUpStatus(), now
 }
 
 // waitingQueue returns the waiting leases, highest priority first, then first come. It
@@ -294,11 +384,11 @@ func (m *Manager) waitingQueue(ctx context.Context) ([]climate.Lease, error) {
 // maxQueueRefresh bounds the leases re-read one by one; more changed: read them all.
 const maxQueueRefresh = 500
 
-// windowed returns a copy of waiting lease w as it would be booked now: from its asked
-// start, or now if that has passed, for its length, PENDING, with a lease's events.
-func windowed(w *climate.Lease, now time.Time) *climate.Lease {
+// windowed returns a copy of waiting lease w as it would be booked from start (its asked
+// start, or later), for its length, PENDING.
+func windowed(w *climate.Lease, start, now time.Time) *climate.Lease {
 	l := cloneLease(w)
-	l.Start = climate.Later(w.Start, now)
+	l.Start = start
 	l.End = l.Start.Add(w.End.Sub(w.Start))
 	l.Status, l.UpdatedAt = climate.LeasePending, now
 	return l
@@ -308,7 +398,7 @@ func windowed(w *climate.Lease, now time.Time) *climate.Lease {
 // (by their types' wire keys) and the window it would get.
 func requestKey(l *climate.Lease, now time.Time) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d/%d", climate.Later(l.Start, now).UnixMicro(), l.End.Sub(l.Start).Microseconds())
+	fmt.Fprintf(&b, "%s/%d/%d", l.Type, climate.Later(l.Start, now).UnixMicro(), l.End.Sub(l.Start).Microseconds())
 	for i := range l.Reservations {
 		r := &l.Reservations[i]
 		f := builtin.Fields(r)
@@ -321,14 +411,15 @@ func requestKey(l *climate.Lease, now time.Time) string {
 	return b.String()
 }
 
-// bookWaiting books w if it fits now; false when it does not (it keeps waiting) or it is
-// no longer waiting (another replica booked it, or it gave up).
-func (m *Manager) bookWaiting(ctx context.Context, w *climate.Lease) (bool, error) {
+// bookWaiting books w from start (its asked start or now, or a best-effort hunt's) if it
+// fits; false when it does not (it keeps waiting) or it is no longer waiting (another
+// replica booked it, or it gave up).
+func (m *Manager) bookWaiting(ctx context.Context, w *climate.Lease, start time.Time) (bool, error) {
 	now := m.now()
 	if !w.RetryUntil.After(now) {
 		return false, nil // its deadline event ends it
 	}
-	l := windowed(w, now)
+	l := windowed(w, climate.Later(start, now), now)
 	if err := m.setEvents(l, nil, nil, now); err != nil {
 		return false, err
 	}

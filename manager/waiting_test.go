@@ -83,7 +83,7 @@ func TestLeaseTypeBadInput(t *testing.T) {
 	}{
 		{typed("x", "sometimes", time.Hour, 2*time.Hour, 0), `Unknown lease_type "sometimes"`},
 		{typed("x", climate.LeaseImmediate, time.Hour, 2*time.Hour, 0), "An immediate lease starts now"},
-		{typed("x", climate.LeaseScheduled, time.Hour, 2*time.Hour, 3), "retry_until and priority go with"},
+		{typed("x", climate.LeaseScheduled, time.Hour, 2*time.Hour, 3), "retry_until, max_retries and priority go with"},
 		{typed("x", climate.LeaseRetry, time.Hour, 2*time.Hour, 5000), "priority 5000"},
 		{func() climate.LeaseRequest {
 			r := typed("x", climate.LeaseRetry, time.Hour, 2*time.Hour, 0)

@@ -31,12 +31,53 @@ type Destination interface {
 type Payload struct {
 	LeaseID string `json:"lease_id"`
 	api.Lease
+	// Preemption, on lease.preempted only, says which hosts are taken back and when.
+	Preemption *Preemption `json:"preemption,omitempty"`
+}
+
+// Preemption is what a lease.preempted notice tells a preemptible lease: the hosts taken
+// back from it within the notice, each with when.
+type Preemption struct {
+	OnPreempt     string          `json:"on_preempt"`
+	NoticeSeconds float64         `json:"notice_seconds"`
+	Hosts         []PreemptedHost `json:"hosts"`
+}
+
+// PreemptedHost is one host taken back: its id, when, and how long is left until then.
+type PreemptedHost struct {
+	HostID          string  `json:"host_id"`
+	TakenBackAt     string  `json:"taken_back_at"`
+	TimeLeftSeconds float64 `json:"time_left_seconds"`
+}
+
+// AddPreempted writes the lease.preempted notice of preemptible lease l, due at notice
+// before its hosts are taken back: it lists the hosts whose allocation ends within the
+// notice from now, before the lease's asked end (each ends there because it is taken
+// back), or every host when the lease ends within it (it ends because of a preemption).
+func AddPreempted(ctx context.Context, tx climate.Tx, l *climate.Lease, notice time.Duration, now time.Time) error {
+	p := &Preemption{OnPreempt: string(l.OnPreempt), NoticeSeconds: notice.Seconds(), Hosts: []PreemptedHost{}}
+	for _, r := range l.Reservations {
+		for _, a := range r.Allocations {
+			if a.End.After(now) && !a.End.After(now.Add(notice)) {
+				p.Hosts = append(p.Hosts, PreemptedHost{HostID: a.ResourceID, TakenBackAt: api.FormatTime(a.End), TimeLeftSeconds: a.End.Sub(now).Seconds()})
+			}
+		}
+	}
+	n, err := newNotification(climate.NotifyLeasePreempted, l, nil, p, now)
+	if err != nil {
+		return err
+	}
+	return tx.AddNotification(ctx, n)
 }
 
 // New builds the notification of eventType about l, to be written in the transaction that
 // changes l; actionErr, for lease.event.* types, is the failed action's error.
 func New(eventType string, l *climate.Lease, actionErr error, now time.Time) (*climate.Notification, error) {
-	payload, err := json.Marshal(Payload{LeaseID: l.ID, Lease: api.LeaseOf(l)})
+	return newNotification(eventType, l, actionErr, nil, now)
+}
+
+func newNotification(eventType string, l *climate.Lease, actionErr error, p *Preemption, now time.Time) (*climate.Notification, error) {
+	payload, err := json.Marshal(Payload{LeaseID: l.ID, Lease: api.LeaseOf(l), Preemption: p})
 	if err != nil {
 		return nil, err
 	}

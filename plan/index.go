@@ -39,6 +39,9 @@ type Index struct {
 type interval struct {
 	start, end int64 // microseconds since the epoch
 	lease      int32
+	// soft marks a preemptible lease's hold: a request that starts at or after its
+	// ReclaimFrom may take the host back (see bookings).
+	soft bool
 }
 
 // Best fit weighs at most fitScan free hosts per host wanted, and at least minFitScan.
@@ -78,7 +81,7 @@ func NewIndex(hosts []climate.Host, allocs []climate.Allocation, opts ...Option)
 		if p, ok := x.pos[a.ResourceID]; ok && a.Shared() {
 			x.shared[p] = append(x.shared[p], use{start: a.Start.UnixMicro(), end: x.end(a.End), lease: x.leaseNum(a.LeaseID), size: a.Size.Times(a.Slots)})
 		} else if ok {
-			x.busy[p] = append(x.busy[p], interval{a.Start.UnixMicro(), x.end(a.End), x.leaseNum(a.LeaseID)})
+			x.busy[p] = append(x.busy[p], interval{a.Start.UnixMicro(), x.end(a.End), x.leaseNum(a.LeaseID), a.Preemptible})
 		}
 	}
 	for _, b := range x.busy {
@@ -147,7 +150,7 @@ func (x *Index) Apply(remove, add []climate.Allocation) {
 			x.addUse(p, a)
 			continue
 		}
-		iv := interval{a.Start.UnixMicro(), x.end(a.End), x.leaseNum(a.LeaseID)}
+		iv := interval{a.Start.UnixMicro(), x.end(a.End), x.leaseNum(a.LeaseID), a.Preemptible}
 		b := x.busy[p]
 		i := sort.Search(len(b), func(i int) bool { return b[i].start >= iv.start })
 		b = append(b, interval{})
@@ -160,17 +163,21 @@ func (x *Index) Apply(remove, add []climate.Allocation) {
 // neighbours returns, for host p and window [s, e), whether it is free to be given whole
 // (ignoring lease skip's holds: no booking and no slots held in the window) and the free
 // time around the window: from the previous booking's end to the next one's start
-// (math.MinInt64/MaxInt64 when none).
-func (x *Index) neighbours(p int32, s, e int64, skip int32) (free bool, prevEnd, nextStart int64) {
-	free, prevEnd, nextStart = x.bookings(p, s, e, skip)
+// (math.MinInt64/MaxInt64 when none). reclaims says a preemptible hold in the window
+// would be taken back (only when s >= reclaim; see bookings).
+func (x *Index) neighbours(p int32, s, e int64, skip int32, reclaim int64) (free, reclaims bool, prevEnd, nextStart int64) {
+	free, reclaims, prevEnd, nextStart = x.bookings(p, s, e, skip, reclaim)
 	if !free || x.sharedBusy(p, s, e, skip) {
-		return false, 0, 0
+		return false, false, 0, 0
 	}
-	return true, prevEnd, nextStart
+	return true, reclaims, prevEnd, nextStart
 }
 
-// bookings is neighbours for whole-host bookings only (slots aside).
-func (x *Index) bookings(p int32, s, e int64, skip int32) (free bool, prevEnd, nextStart int64) {
+// bookings is neighbours for whole-host bookings only (slots aside). A preemptible hold
+// [a, b) does not count when the request starts at or after reclaim (a notice ahead of
+// now: noReclaim for never) and the hold starts before the request's start less the
+// cleaning time, so it can be cut to end then and keep what it has run.
+func (x *Index) bookings(p int32, s, e int64, skip int32, reclaim int64) (free, reclaims bool, prevEnd, nextStart int64) {
 	b := x.busy[p]
 	prevEnd, nextStart = minTime, maxTime
 	// First interval ending after s: intervals are disjoint, so ends are sorted too.
@@ -186,13 +193,20 @@ func (x *Index) bookings(p int32, s, e int64, skip int32) (free bool, prevEnd, n
 			continue
 		}
 		if b[i].start < e {
-			return false, 0, 0
+			if b[i].soft && s >= reclaim && b[i].start < s-x.clean {
+				reclaims = true
+				continue
+			}
+			return false, false, 0, 0
 		}
 		nextStart = b[i].start
 		break
 	}
-	return true, prevEnd, nextStart
+	return true, reclaims, prevEnd, nextStart
 }
+
+// noReclaim is the reclaim horizon of a request that never takes a preemptible hold.
+const noReclaim = maxTime
 
 const (
 	minTime = -1 << 62
@@ -200,6 +214,9 @@ const (
 	// openGap is how a missing neighbour counts in best fit: a host free "forever" on a
 	// side scores as if a year were free there.
 	openGap = int64(365 * 24 * time.Hour / time.Microsecond)
+	// reclaimCost is added to the fit of a host that a preemptible lease must give back:
+	// more than any free host's fit (at most two open gaps).
+	reclaimCost = 4 * openGap
 )
 
 // candidates returns the positions of reservable hosts matching the request's filter,
@@ -266,6 +283,10 @@ func (x *Index) PlaceHosts(r HostRequest) ([]string, Explanation, error) {
 	if n, ok := x.leases[r.Lease]; ok && r.Lease != "" {
 		skip = n
 	}
+	reclaim := int64(noReclaim)
+	if !r.ReclaimFrom.IsZero() {
+		reclaim = r.ReclaimFrom.UnixMicro()
+	}
 	ex := Explanation{Requested: r.Min, Registered: len(x.hosts), Cleaning: x.Cleaning()}
 	if r.Min > len(x.hosts) {
 		// Answered before any work: a client's number must not size the search.
@@ -281,7 +302,7 @@ func (x *Index) PlaceHosts(r HostRequest) ([]string, Explanation, error) {
 		if !ok || len(chosen) == r.Max || r.Exclude[id] || !x.hosts[p].Reservable || (r.Match != nil && !r.Match(&x.hosts[p])) {
 			continue
 		}
-		if free, _, _ := x.neighbours(p, s, e, skip); free {
+		if free, _, _, _ := x.neighbours(p, s, e, skip, reclaim); free {
 			chosen = append(chosen, id)
 		}
 	}
@@ -320,7 +341,7 @@ func (x *Index) PlaceHosts(r HostRequest) ([]string, Explanation, error) {
 			ex.Free++
 			continue
 		}
-		free, prevEnd, nextStart := x.neighbours(p, s, e, skip)
+		free, reclaims, prevEnd, nextStart := x.neighbours(p, s, e, skip, reclaim)
 		if !free {
 			ex.Busy++
 			continue
@@ -328,6 +349,9 @@ func (x *Index) PlaceHosts(r HostRequest) ([]string, Explanation, error) {
 		ex.Free++
 		weighed++
 		fit := gap(prevEnd, s) + gap(e, nextStart)
+		if reclaims {
+			fit += reclaimCost // any host that is simply free goes first
+		}
 		if fit == 0 {
 			exact++
 		}

@@ -30,6 +30,10 @@ type HostRequest struct {
 	FilterKey string
 	// Lease, on update, is the lease being re-planned: its own allocations do not count.
 	Lease string
+	// ReclaimFrom, when set, lets a request that starts at or after it take hosts back
+	// from preemptible leases, hosts that need no taking back first: the manager sets it
+	// to now plus the preemption notice and the cleaning time.
+	ReclaimFrom time.Time
 	// Rotate starts the scan of candidates at this offset instead of the first registered
 	// host. A retry after losing a race uses a random offset so that concurrent requests
 	// (on other replicas) stop converging on the same hosts.

@@ -18,7 +18,7 @@ func (x *Index) FreeHosts(r HostRequest) []string {
 	}
 	var out []string
 	for _, p := range x.candidates(&r) {
-		if free, _, _ := x.neighbours(p, s, e, skip); free {
+		if free, _, _, _ := x.neighbours(p, s, e, skip, noReclaim); free {
 			out = append(out, x.hosts[p].ID)
 		}
 	}

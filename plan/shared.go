@@ -153,7 +153,7 @@ func (x *Index) wholeBusy(p int32) []interval {
 	}
 	all := slices.Clone(x.busy[p])
 	for _, u := range x.shared[p] {
-		all = append(all, interval{u.start, u.end, u.lease})
+		all = append(all, interval{start: u.start, end: u.end, lease: u.lease})
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].start < all[j].start })
 	merged := all[:1]
@@ -233,7 +233,7 @@ func (x *Index) PlaceSlots(r SlotsRequest) ([]HostSlots, error) {
 		if !h.Reservable || r.Exclude[h.ID] || !need.Within(h.Capacity()) {
 			return slotHost{}, false
 		}
-		if free, _, _ := x.bookings(p, s, e, skip); !free {
+		if free, _, _, _ := x.bookings(p, s, e, skip, noReclaim); !free {
 			return slotHost{}, false
 		}
 		free, used := x.freeSlots(p, s, e, skip, r.Size, r.Extra[h.ID], &scratch)

@@ -24,6 +24,12 @@ type View struct {
 	// one reservation at a time holds), and Addresses finds one by network and address.
 	FloatingIPs *plan.Index
 	Addresses   map[[2]string]*climate.FloatingIP
+	// ReclaimFrom and Notice are preemption settings the manager gives one plan on a
+	// copy of the view: a request that starts at or after ReclaimFrom may take hosts back
+	// from preemptible leases (zero: never), and a preemptible lease holds each host for
+	// at least Notice (the notice it is given before one is taken back).
+	ReclaimFrom time.Time
+	Notice      time.Duration
 }
 
 // Apply records allocation changes in every index of the view (each ignores other

@@ -91,7 +91,9 @@ func newLeaseShowCmd(o *clientOptions) *cobra.Command {
 
 type leaseCreateOptions struct {
 	leaseType, retryUntil string
-	priority              int
+	priority, maxRetries  int
+	preemptible           bool
+	onPreempt             string
 	start, end, beforeEnd string
 	beforeStart           string
 	reservations          []string
@@ -137,7 +139,11 @@ Climate books the first window in which the reservations fit (before --deadline,
 
   # Start as soon as 4 hosts are free (waiting up to two days), keeping its 6 hours
   climate lease create train --type retry --retry-until +2d --end-date +6h \
-    --reservation resource_type=physical:host,min=4,max=4 --wait`,
+    --reservation resource_type=physical:host,min=4,max=4 --wait
+
+  # Use up to 8 idle hosts overnight, even hosts reserved from 02:00; give each back then
+  climate lease create sweep --preemptible --on-preempt shrink --end-date +10h \
+    --reservation resource_type=physical:host,min=1,max=8`,
 		Args: exactArgs(1, "NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := o.client(cmd)
@@ -185,13 +191,17 @@ Climate books the first window in which the reservations fit (before --deadline,
 	f.StringVar(&lo.leaseType, "type", "", "the lease's type when capacity is short: immediate (now or refused), scheduled (refused unless it fits; the default), retry (waits as WAITING and starts as soon as it fits) or best_effort (the same, as IN_PROGRESS)")
 	f.StringVar(&lo.retryUntil, "retry-until", "", "with --type retry or best_effort: when a lease still waiting gives up (a date or +DURATION after the start; default a day after the start)")
 	f.IntVar(&lo.priority, "priority", 0, "with --type retry or best_effort: order among waiting leases, 0 to 1000, higher first (then first come, first served)")
+	f.IntVar(&lo.maxRetries, "max-retries", 0, "with --type retry or best_effort: give up after this many re-plans that did not fit (each when capacity frees; 0 = only --retry-until)")
+	f.BoolVar(&lo.preemptible, "preemptible", false, "run on hosts free now even if they are reserved later; a lease that reserves one takes it back after a lease.preempted notice (the server's --preemption-notice); physical:host reservations only")
+	f.StringVar(&lo.onPreempt, "on-preempt", "", "with --preemptible: what the lease does when a host is taken back: shrink (keep the other hosts; the default) or end")
 	lo.wait.addFlags(cmd, "wait until the lease reaches --status (default ACTIVE), showing its status")
 	return cmd
 }
 
 // request builds the API request from the flags; relative dates count from now.
 func (lo *leaseCreateOptions) request(name string, now time.Time) (api.LeaseRequest, error) {
-	req := api.LeaseRequest{Name: name, DryRun: lo.dryRun, Reservations: []map[string]any{}, LeaseType: lo.leaseType, Priority: lo.priority}
+	req := api.LeaseRequest{Name: name, DryRun: lo.dryRun, Reservations: []map[string]any{}, LeaseType: lo.leaseType, Priority: lo.priority,
+		MaxRetries: lo.maxRetries, Preemptible: lo.preemptible, OnPreempt: lo.onPreempt}
 	for _, s := range lo.reservations {
 		r, err := parseReservation("reservation", s)
 		if err != nil {

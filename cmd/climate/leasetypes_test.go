@@ -114,7 +114,7 @@ func TestLeaseTypeCommands(t *testing.T) {
 		{[]string{"--type", "sometimes"}, `Unknown lease_type "sometimes"`},
 		{[]string{"--type", "retry", "--retry-until", "whenever"}, `--retry-until "whenever"`},
 		{[]string{"--type", "immediate", "--start-date", "+1h"}, "An immediate lease starts now"},
-		{[]string{"--priority", "3"}, "retry_until and priority go with"},
+		{[]string{"--priority", "3"}, "retry_until, max_retries and priority go with"},
 	} {
 		args := append([]string{"lease", "create", "x", "--url", s.url, "--reservation", "resource_type=physical:host,min=1,max=1"}, c.args...)
 		if _, err := runCLI(t, args...); err == nil || !strings.Contains(err.Error(), c.want) {

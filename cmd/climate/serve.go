@@ -35,6 +35,9 @@ import (
 )
 
 // serveOptions are climate serve's settings; each is a flag and a CLIMATE_… variable.
+// defaultPreemptionNotice is --preemption-notice's default: time to checkpoint and drain.
+const defaultPreemptionNotice = 10 * time.Minute
+
 type serveOptions struct {
 	listen     string
 	dataDir    string
@@ -49,6 +52,7 @@ type serveOptions struct {
 	beforeEnd      time.Duration
 	beforeStart    time.Duration
 	cleaning       time.Duration // a host's gap after each allocation (Blazar's cleaning_time)
+	preemptNotice  time.Duration // lease.preempted's lead before a host is taken back
 	logLevel       string
 	// claimTTL is how long an engine's claim on due events lasts, unless renewed, before
 	// another replica may take them over (engine.Config.ClaimTTL); hidden, for tests.
@@ -130,6 +134,7 @@ logged at most every 10 s, with counts.` + keystoneHelp,
 	f.StringVar(&o.role, "role", "all", "what this process runs: all, api (REST API only) or engine (events only)")
 	f.DurationVar(&o.beforeEnd, "before-end", manager.DefaultBeforeEnd, "default time before a lease's end when before_end_lease fires (0 = no such event)")
 	f.DurationVar(&o.beforeStart, "before-start", 0, "default time before a lease's start when the before_start_lease heads-up fires (0 = no such event; not created when the start is nearer)")
+	f.DurationVar(&o.preemptNotice, "preemption-notice", defaultPreemptionNotice, "how long before a host is taken back from a preemptible lease its lease.preempted notice is sent; a lease takes hosts back only for a start at least this (plus the cleaning time) away, and a preemptible lease holds each host at least this long")
 	f.DurationVar(&o.cleaning, "cleaning-time", 0, "time a host is kept free after each of its allocations (host or instance leases) ends, for cleaning or set-up, before another may start (Blazar's cleaning_time; 0 = back to back allowed; floating IPs get none)")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.DurationVar(&o.claimTTL, "claim-ttl", engine.DefaultClaimTTL, "how long a claim on due events lasts unless its engine renews it (every third of it) before another replica's engine takes them over")
@@ -316,6 +321,9 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 	if o.beforeStart < 0 {
 		return fmt.Errorf("--before-start %s: must not be negative", o.beforeStart)
 	}
+	if o.preemptNotice < 0 {
+		return fmt.Errorf("--preemption-notice %s: must not be negative", o.preemptNotice)
+	}
 	if o.cleaning < 0 {
 		return fmt.Errorf("--cleaning-time %s: must not be negative", o.cleaning)
 	}
@@ -424,12 +432,13 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 			actions = engine.WithTrusts(actions, trusts)
 		}
 		eng = engine.New(st, clk, engine.Config{Logger: log, MaxSleep: maxSleep, ClaimTTL: o.claimTTL, Sole: sole,
-			Actions: actions, Observe: wakeRetriesAtEnds(acts.observe(logHandled(log)), func() { mgr.WakeRetries() }), Notified: notified})
+			PreemptionNotice: o.preemptNotice, Actions: actions, Observe: wakeRetriesAtEnds(acts.observe(logHandled(log)), func() { mgr.WakeRetries() }), Notified: notified})
 	}
 	mgr = manager.New(st, clk, manager.Config{
-		BeforeEnd:   o.beforeEnd,
-		BeforeStart: o.beforeStart,
-		Cleaning:    o.cleaning,
+		BeforeEnd:        o.beforeEnd,
+		BeforeStart:      o.beforeStart,
+		Cleaning:         o.cleaning,
+		PreemptionNotice: o.preemptNotice,
 		EventsChanged: func() {
 			if eng != nil {
 				eng.Wake()

@@ -78,6 +78,13 @@ type Lease struct {
 	LeaseType  string  `json:"lease_type,omitempty"`
 	RetryUntil *string `json:"retry_until,omitempty"`
 	Priority   int     `json:"priority,omitempty"`
+	// A waiting lease's cap on re-plans and how many did not fit yet.
+	MaxRetries int `json:"max_retries,omitempty"`
+	Retries    int `json:"retries,omitempty"`
+	// A preemptible lease (Climate's extension) and what it does when a host is taken
+	// back: shrink or end.
+	Preemptible bool   `json:"preemptible,omitempty"`
+	OnPreempt   string `json:"on_preempt,omitempty"`
 }
 
 // Reservation is one reservation of a lease.
@@ -171,6 +178,11 @@ type LeaseRequest struct {
 	LeaseType  string `json:"lease_type,omitempty"`
 	RetryUntil string `json:"retry_until,omitempty"`
 	Priority   int    `json:"priority,omitempty"`
+	MaxRetries int    `json:"max_retries,omitempty"`
+	// Preemptible leases run on capacity reserved for later and give it back (on_preempt
+	// shrink, the default, or end).
+	Preemptible bool   `json:"preemptible,omitempty"`
+	OnPreempt   string `json:"on_preempt,omitempty"`
 }
 
 // LeaseUpdate changes a lease; empty fields are left as they are. Reservations name the
@@ -380,7 +392,8 @@ func LeaseOf(l *climate.Lease) Lease {
 		TrustID: l.TrustID, CreatedAt: FormatCreated(l.CreatedAt), UpdatedAt: FormatUpdated(l.UpdatedAt),
 		Reservations: make([]Reservation, 0, len(l.Reservations)),
 		Events:       make([]Event, 0, len(l.Events)),
-		LeaseType:    string(l.Type), Priority: l.Priority,
+		LeaseType:    string(l.Type), Priority: l.Priority, MaxRetries: l.MaxRetries, Retries: l.Retries,
+		Preemptible: l.Preemptible, OnPreempt: string(l.OnPreempt),
 	}
 	if !l.RetryUntil.IsZero() {
 		until := FormatTime(l.RetryUntil)

@@ -99,16 +99,31 @@ func validate(r *climate.Reservation) error {
 	return nil
 }
 
-// Plan implements resource.Type: best fit among the matching free hosts (plan.Index).
+// Plan implements resource.Type: best fit among the matching free hosts (plan.Index);
+// for a preemptible lease, the hosts free longest from its start (plan.PlacePreemptible).
 func (Type) Plan(v *resource.View, l *climate.Lease, r *climate.Reservation, had, planned []climate.Allocation, rotate int) ([]climate.Allocation, error) {
 	q, err := Filter(r, v.Properties)
 	if err != nil {
 		return nil, err
 	}
-	hosts, _, err := v.Index.PlaceHosts(plan.HostRequest{
+	req := plan.HostRequest{
 		Window: plan.Window{Start: l.Start, End: l.End}, Min: r.Min, Max: r.Max,
 		Match: Matcher(q), FilterKey: q.String(), Prefer: resource.IDs(had), Exclude: resource.Taken(planned), Lease: l.ID, Rotate: rotate,
-	})
+		ReclaimFrom: v.ReclaimFrom,
+	}
+	if l.Preemptible {
+		// Hosts free now, each until the window's end or its next booking.
+		runs, _, err := v.Index.PlacePreemptible(req, v.Notice)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]climate.Allocation, len(runs))
+		for i, run := range runs {
+			out[i] = climate.Allocation{ResourceID: run.ID, End: run.End, Preemptible: true}
+		}
+		return out, nil
+	}
+	hosts, _, err := v.Index.PlaceHosts(req)
 	return resource.Whole(hosts), err
 }
 

@@ -1,0 +1,100 @@
+package plan
+
+import (
+	"cmp"
+	"slices"
+	"sort"
+	"time"
+
+	"climate"
+)
+
+// Run is a host a preemptible request may hold from its window's start until End.
+type Run struct {
+	ID  string
+	End time.Time
+}
+
+// PlacePreemptible chooses between r.Min and r.Max hosts for a preemptible lease: hosts
+// free at the window's start for at least minRun, each held until the window's end or,
+// when the host is booked before then, until that booking's start less the cleaning
+// time. So a preemptible lease uses capacity reserved for later and gives it back in
+// time. The longest runs go first (whole-window ones, which nothing takes back, before
+// any other), then the preferred hosts (its own, on update), then registration order.
+// Every hold counts as busy here, other preemptible ones included.
+func (x *Index) PlacePreemptible(r HostRequest, minRun time.Duration) ([]Run, Explanation, error) {
+	s, e := r.Window.Start.UnixMicro(), r.Window.End.UnixMicro()
+	need := max(minRun.Microseconds(), 1)
+	skip := int32(-1)
+	if n, ok := x.leases[r.Lease]; ok && r.Lease != "" {
+		skip = n
+	}
+	ex := Explanation{Requested: r.Min, Registered: len(x.hosts), Cleaning: x.Cleaning()}
+	if r.Min > len(x.hosts) {
+		return nil, ex, climate.Errorf(climate.CodeConflict, "Not enough hosts available: %d requested, only %d registered.", r.Min, len(x.hosts))
+	}
+	cands := x.candidates(&r)
+	type run struct {
+		pos       int32
+		end       int64
+		preferred bool
+	}
+	runs := make([]run, 0, min(len(cands), 4*r.Max))
+	for _, p := range cands {
+		id := x.hosts[p].ID
+		if r.Exclude[id] {
+			ex.Excluded++
+			continue
+		}
+		end := x.runEnd(p, s, e, skip)
+		if end-s < need {
+			ex.Busy++
+			continue
+		}
+		ex.Free++
+		runs = append(runs, run{p, end, slices.Contains(r.Prefer, id)})
+	}
+	ex.Unreservable = x.unreservable()
+	ex.FilteredOut = len(x.hosts) - ex.Unreservable - len(cands)
+	if len(runs) < r.Min {
+		return nil, ex, climate.Errorf(climate.CodeConflict, "Not enough hosts available: %s.", ex)
+	}
+	slices.SortFunc(runs, func(a, b run) int {
+		if c := cmp.Compare(b.end, a.end); c != 0 {
+			return c
+		}
+		if a.preferred != b.preferred {
+			if a.preferred {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(a.pos, b.pos)
+	})
+	out := make([]Run, 0, min(r.Max, len(runs)))
+	for _, c := range runs[:min(r.Max, len(runs))] {
+		out = append(out, Run{x.hosts[c.pos].ID, time.UnixMicro(c.end).UTC()})
+	}
+	return out, ex, nil
+}
+
+// runEnd returns until when host p can be held whole from s (at most until e), ignoring
+// lease skip's holds: the window's end, or the next hold's start less the cleaning time;
+// s or earlier when a hold covers s.
+func (x *Index) runEnd(p int32, s, e int64, skip int32) int64 {
+	end := e
+	b := x.busy[p]
+	// Stored ends are moved on by the cleaning time: a hold ending within it of s is busy.
+	for i := sort.Search(len(b), func(i int) bool { return b[i].end > s }); i < len(b); i++ {
+		if b[i].lease != skip {
+			end = min(end, b[i].start-x.clean)
+			break
+		}
+	}
+	for _, u := range x.shared[p] {
+		if u.lease != skip && u.end > s {
+			end = min(end, u.start-x.clean)
+		}
+	}
+	return end
+}
