@@ -105,7 +105,7 @@ func (m *Manager) cut(l *climate.Lease, host string, at, now time.Time) (removed
 		}
 	}
 	if end.Before(l.End) {
-		moveEnd(l, end)
+		moveEnd(l, end, now)
 	}
 	notice := climate.Later(now, at.Add(-m.cfg.PreemptionNotice)).Truncate(time.Microsecond)
 	for _, ev := range l.Events {
@@ -119,9 +119,9 @@ func (m *Manager) cut(l *climate.Lease, host string, at, now time.Time) (removed
 }
 
 // moveEnd brings l's end earlier to end, with its end and before_end events (the
-// before_end keeps its distance to the end, but not before the start); notices of
-// preemptions after the new end are dropped.
-func moveEnd(l *climate.Lease, end time.Time) {
+// before_end keeps its distance to the end, but not before the start, and is due now
+// at the earliest); notices of preemptions after the new end are dropped.
+func moveEnd(l *climate.Lease, end, now time.Time) {
 	shift := l.End.Sub(end)
 	l.End = end
 	l.Events = slices.DeleteFunc(l.Events, func(ev climate.Event) bool {
@@ -136,7 +136,7 @@ func moveEnd(l *climate.Lease, end time.Time) {
 		case climate.EventEndLease:
 			ev.Time = end
 		case climate.EventBeforeEndLease:
-			ev.Time = climate.Later(l.Start, ev.Time.Add(-shift))
+			ev.Time = climate.Later(climate.Later(l.Start, ev.Time.Add(-shift)), now.Truncate(time.Microsecond))
 		}
 	}
 }

@@ -31,6 +31,11 @@ var (
 const (
 	simHosts    = 200
 	simCleaning = 15 * time.Minute
+	simNotice   = 10 * time.Minute // the preemption notice
+	// simPreemptible is the percentage of steps that also ask for a preemptible lease (in
+	// the run with them), drawn from a generator of their own so that every other request
+	// is the same in both runs.
+	simPreemptible = 20
 	// simClaimTTL makes the engine's claim-renewal timers (ClaimTTL/3) recognisable: no
 	// sleep of the engine lasts 1s+1ns, as every time here is whole microseconds.
 	simClaimTTL = 3*time.Second + 3*time.Nanosecond
@@ -67,14 +72,18 @@ type simWindow struct {
 }
 
 type simLease struct {
-	id       string
-	typ      climate.LeaseType
-	waited   bool      // created WAITING/IN_PROGRESS
-	bookedAt time.Time // when RetryWaiting booked it
-	deleted  time.Time
-	last     *climate.Lease // as last seen (for deleted leases: just before deletion)
-	writes   []time.Time    // when the simulation wrote it (create, update, healing, booking)
-	history  []string       // healing outcomes and updates, for findings
+	id  string
+	typ climate.LeaseType
+	// preemptible leases are kept out of sim.order (updates and deletions pick from it, so
+	// both runs make the same ones); askedEnd is the end a preemptible lease asked for.
+	preemptible bool
+	askedEnd    time.Time
+	waited      bool      // created WAITING/IN_PROGRESS
+	bookedAt    time.Time // when RetryWaiting booked it
+	deleted     time.Time
+	last        *climate.Lease // as last seen (for deleted leases: just before deletion)
+	writes      []time.Time    // when the simulation wrote it (create, update, healing, booking)
+	history     []string       // healing outcomes and updates, for findings
 }
 
 type sim struct {
@@ -87,17 +96,21 @@ type sim struct {
 	cur   *simTimer // the engine's current sleep
 	rng   *rand.Rand
 	hosts []climate.Host
+	// prng draws the preemptible requests, which only the run withPreemptible makes.
+	prng            *rand.Rand
+	withPreemptible bool
 
 	mu      sync.Mutex
 	reports []engine.Report
 
 	leases   map[string]*simLease
-	order    []string // lease ids in creation order
+	order    []string // lease ids in creation order, preemptible ones aside
+	preempts []string // preemptible lease ids
 	windows  []*simWindow
 	findings []string
 
 	// counters for the report
-	reqs                                       map[string]int
+	reqs, acceptedBy                           map[string]int
 	accepted, refused, waited, bookedAfterWait int
 	updates, updateRefused, deletes, maintAdds int
 	maintDeletes, stuckSteps                   int
@@ -137,7 +150,7 @@ func (s *sim) retry() {
 	got := 0
 	for _, id := range s.order {
 		sl := s.leases[id]
-		if !sl.waited || !sl.bookedAt.IsZero() || !sl.deleted.IsZero() {
+		if sl == nil || !sl.waited || !sl.bookedAt.IsZero() || !sl.deleted.IsZero() {
 			continue
 		}
 		l, err := s.m.GetLease(s.ctx, admin, id)
@@ -258,9 +271,42 @@ func (s *sim) create(typ climate.LeaseType) {
 		return
 	}
 	s.accepted++
+	s.acceptedBy[string(typ)]++
 	if l.Status != climate.LeasePending && l.Status != climate.LeaseActive {
 		s.findf("created lease %s is %s", l.ID, l.Status)
 	}
+	s.checkNew(l, "created")
+}
+
+// maybePreemptible draws whether this step also asks for a preemptible lease, and its
+// shape, from prng; only the run withPreemptible sends it.
+func (s *sim) maybePreemptible() {
+	if s.prng.Intn(100) >= simPreemptible {
+		return
+	}
+	n := 1 + s.prng.Intn(10)
+	d := time.Duration(4*60+s.prng.Intn(20*60)) * time.Minute
+	onPreempt := climate.PreemptShrink
+	if s.prng.Intn(3) == 0 {
+		onPreempt = climate.PreemptEnd
+	}
+	if !s.withPreemptible {
+		return
+	}
+	now := s.fake.Now()
+	req := climate.LeaseRequest{Name: fmt.Sprintf("sim-p%d", len(s.preempts)), Preemptible: true, OnPreempt: onPreempt,
+		Start: climate.Date{Time: now}, End: climate.Date{Time: now.Add(d)}, Reservations: []climate.ReservationRequest{hostReq(1, n, "")}}
+	s.reqs["preemptible"]++
+	l, err := s.m.CreateLease(s.ctx, admin, req)
+	if err != nil {
+		if climate.ErrorCode(err) != climate.CodeConflict {
+			s.findf("create preemptible: unexpected error %v", err)
+		}
+		s.refused++
+		return
+	}
+	s.leases[l.ID] = &simLease{id: l.ID, typ: l.Type, preemptible: true, askedEnd: now.Add(d), last: l, writes: []time.Time{now}}
+	s.preempts = append(s.preempts, l.ID)
 	s.checkNew(l, "created")
 }
 
@@ -379,10 +425,35 @@ func (s *sim) endMaintenance(ufnOnly bool) {
 	s.healed(healed)
 }
 
+// TestSimulation runs the request stream twice, without and with preemptible leases,
+// audits both runs and reports what preemptible leases add.
 func TestSimulation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long simulation")
 	}
+	var without, with simReport
+	t.Run("without-preemptible", func(t *testing.T) { without = simulate(t, false) })
+	t.Run("with-preemptible", func(t *testing.T) { with = simulate(t, true) })
+	t.Logf("utilization of %d hosts over %.0f h: %.1f%% without preemptible leases, %.1f%% with them (+%.1f points): "+
+		"%.0f host-hours of preemptible leases, %.0f of them on reserved-but-idle hosts (given back before a reservation); "+
+		"other leases reserved %.0f host-hours without and %.0f with; accepted at once %d vs %d (by type %v vs %v), booked after waiting %d vs %d",
+		simHosts, without.span, without.utilization(), with.utilization(), with.utilization()-without.utilization(),
+		with.preemptibleHours, with.reservedIdleHours, without.hostHours-without.preemptibleHours, with.hostHours-with.preemptibleHours,
+		without.accepted, with.accepted, without.acceptedBy, with.acceptedBy, without.bookedAfterWait, with.bookedAfterWait)
+}
+
+// simReport is what one run of the simulation measured.
+type simReport struct {
+	span                                           float64 // hours from the first request to the last
+	hostHours, preemptibleHours, reservedIdleHours float64
+	accepted                                       int // leases accepted at once, preemptible ones aside
+	acceptedBy                                     map[string]int
+	bookedAfterWait                                int
+}
+
+func (r simReport) utilization() float64 { return 100 * r.hostHours / (r.span * simHosts) }
+
+func simulate(t *testing.T, withPreemptible bool) simReport {
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, t.TempDir()+"/climate.db")
 	if err != nil {
@@ -395,10 +466,11 @@ func TestSimulation(t *testing.T) {
 	}
 	fake := clock.NewFake(workload.T0)
 	s := &sim{t: t, ctx: ctx, st: st, fake: fake, clk: &simClock{Fake: fake, armed: make(chan *simTimer, 1)},
-		rng: rand.New(rand.NewSource(*simSeed)), hosts: hosts, leases: map[string]*simLease{},
-		reqs: map[string]int{}, heal: map[climate.HealOutcome]int{}}
-	s.m = manager.New(st, fake, manager.Config{BeforeEnd: manager.DefaultBeforeEnd, Cleaning: simCleaning})
-	eng := engine.New(st, s.clk, engine.Config{Sole: true, ClaimTTL: simClaimTTL, MaxSleep: 10000 * time.Hour,
+		rng: rand.New(rand.NewSource(*simSeed)), prng: rand.New(rand.NewSource(*simSeed + 1)), withPreemptible: withPreemptible,
+		hosts: hosts, leases: map[string]*simLease{},
+		reqs: map[string]int{}, acceptedBy: map[string]int{}, heal: map[climate.HealOutcome]int{}}
+	s.m = manager.New(st, fake, manager.Config{BeforeEnd: manager.DefaultBeforeEnd, Cleaning: simCleaning, PreemptionNotice: simNotice})
+	eng := engine.New(st, s.clk, engine.Config{Sole: true, ClaimTTL: simClaimTTL, MaxSleep: 10000 * time.Hour, PreemptionNotice: simNotice,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Observe: func(r engine.Report) {
 			s.mu.Lock()
@@ -416,8 +488,12 @@ func TestSimulation(t *testing.T) {
 	gap := horizon / time.Duration(*simRequests)
 	now := workload.T0
 	began := time.Now()
+	steps := rand.New(rand.NewSource(*simSeed))
 	for i := 0; i < *simRequests; i++ {
-		now = now.Add(time.Duration(s.rng.Int63n(int64(2 * gap)))).Truncate(time.Minute)
+		// Each step draws from a generator of its own: a step that went differently in the
+		// other run (preemptible leases took hosts) does not shift the requests after it.
+		s.rng = rand.New(rand.NewSource(*simSeed<<32 + int64(i)))
+		now = now.Add(time.Duration(steps.Int63n(int64(2 * gap)))).Truncate(time.Minute)
 		s.advanceTo(now)
 		switch p := s.rng.Intn(100); {
 		case p < 38:
@@ -437,6 +513,7 @@ func TestSimulation(t *testing.T) {
 		default:
 			s.endMaintenance(s.rng.Intn(3) != 0)
 		}
+		s.maybePreemptible()
 		s.retry()
 		s.settle()
 	}
@@ -452,11 +529,12 @@ func TestSimulation(t *testing.T) {
 	s.settle()
 	s.advanceTo(now.Add(30 * 24 * time.Hour))
 	simulated := time.Since(began)
-	s.audit(now)
+	r := s.audit(now)
 	t.Logf("simulation: %d requests in %s", *simRequests, simulated.Round(time.Millisecond))
+	return r
 }
 
-func (s *sim) audit(lastRequest time.Time) {
+func (s *sim) audit(lastRequest time.Time) simReport {
 	t := s.t
 	var all []climate.Lease
 	err := s.st.View(s.ctx, func(tx climate.Tx) error {
@@ -483,6 +561,7 @@ func (s *sim) audit(lastRequest time.Time) {
 	var late time.Duration
 	starts := map[string]engine.Report{}
 	deadlines := map[string]engine.Report{}
+	notices := map[string][]time.Time{} // preempt_lease handled, by lease
 	pastDue := 0
 	for _, r := range reports {
 		if sl := s.leases[r.Event.LeaseID]; sl != nil && r.Handled.After(r.Event.Time) && slices.ContainsFunc(sl.writes, func(w time.Time) bool {
@@ -505,6 +584,8 @@ func (s *sim) audit(lastRequest time.Time) {
 			starts[r.Event.LeaseID] = r
 		case climate.EventRetryDeadline:
 			deadlines[r.Event.LeaseID] = r
+		case climate.EventPreemptLease:
+			notices[r.Event.LeaseID] = append(notices[r.Event.LeaseID], r.Handled)
 		}
 	}
 
@@ -517,7 +598,7 @@ func (s *sim) audit(lastRequest time.Time) {
 	byHost := map[string][]alloc{}
 	status := map[climate.LeaseStatus]int{}
 	endedWithAllocs, endedWithout := 0, 0
-	var hostHours float64
+	var hostHours, preemptibleHours, reservedIdleHours float64
 	for i := range all {
 		l := &all[i]
 		status[l.Status]++
@@ -537,6 +618,17 @@ func (s *sim) audit(lastRequest time.Time) {
 				n++
 				byHost[a.ResourceID] = append(byHost[a.ResourceID], alloc{a: a, missing: r.MissingResources})
 				hostHours += a.End.Sub(a.Start).Hours()
+				if !sl.preemptible {
+					continue
+				}
+				preemptibleHours += a.End.Sub(a.Start).Hours()
+				if a.End.Before(sl.askedEnd) && (l.OnPreempt == climate.PreemptShrink || a.End.Equal(l.End)) && sl.deleted.IsZero() {
+					// Given back before its asked end: the host was reserved from then on.
+					reservedIdleHours += a.End.Sub(a.Start).Hours()
+					if !slices.Contains(notices[l.ID], a.End.Add(-simNotice)) {
+						s.findf("preemptible lease %s gave host %s back at %s without its notice at %s (notices %v)", l.ID, a.ResourceID, a.End, a.End.Add(-simNotice), notices[l.ID])
+					}
+				}
 			}
 		}
 		if l.Status == climate.LeaseTerminated {
@@ -642,6 +734,8 @@ func (s *sim) audit(lastRequest time.Time) {
 	for _, f := range s.findings {
 		t.Error(f)
 	}
+	return simReport{span: span, hostHours: hostHours, preemptibleHours: preemptibleHours, reservedIdleHours: reservedIdleHours, accepted: s.accepted,
+		acceptedBy: s.acceptedBy, bookedAfterWait: s.bookedAfterWait}
 }
 
 func minTime(a, b time.Time) time.Time {

@@ -237,11 +237,11 @@ func (m *Manager) RetryWaiting(ctx context.Context) (int, error) {
 // hunt returns when waiting lease w can start if it fits on v now: at its asked start
 // (or now, if that has passed). A best-effort lease that does not also hunts for hosts to
 // take back from preemptible leases, which it may from a notice (and the cleaning time)
-// ahead: it then starts then.
+// ahead: it then starts then, if that is before its retry_until.
 func (m *Manager) hunt(v *resource.View, w *climate.Lease, now time.Time) (time.Time, error) {
 	start := climate.Later(w.Start, now)
 	_, err := m.planLease(windowed(w, start, now), nil, v, 0)
-	if climate.ErrorCode(err) == climate.CodeConflict && w.Type == climate.LeaseBestEffort && start.Before(v.ReclaimFrom) {
+	if climate.ErrorCode(err) == climate.CodeConflict && w.Type == climate.LeaseBestEffort && start.Before(v.ReclaimFrom) && v.ReclaimFrom.Before(w.RetryUntil) {
 		if _, herr := m.planLease(windowed(w, v.ReclaimFrom, now), nil, v, 0); herr == nil {
 			return v.ReclaimFrom, nil
 		}

@@ -20,9 +20,11 @@ type Run struct {
 // when the host is booked before then, until that booking's start less the cleaning
 // time. So a preemptible lease uses capacity reserved for later and gives it back in
 // time. The longest runs go first (whole-window ones, which nothing takes back, before
-// any other), then the preferred hosts (its own, on update), then registration order.
+// any other), then the preferred hosts (its own, on update), then registration order;
+// with idleFirst, hosts reserved later in the window (reserved-but-idle capacity) go
+// before the free ones, which are left to leases that need hosts now.
 // Every hold counts as busy here, other preemptible ones included.
-func (x *Index) PlacePreemptible(r HostRequest, minRun time.Duration) ([]Run, Explanation, error) {
+func (x *Index) PlacePreemptible(r HostRequest, minRun time.Duration, idleFirst bool) ([]Run, Explanation, error) {
 	s, e := r.Window.Start.UnixMicro(), r.Window.End.UnixMicro()
 	need := max(minRun.Microseconds(), 1)
 	skip := int32(-1)
@@ -60,6 +62,12 @@ func (x *Index) PlacePreemptible(r HostRequest, minRun time.Duration) ([]Run, Ex
 		return nil, ex, climate.Errorf(climate.CodeConflict, "Not enough hosts available: %s.", ex)
 	}
 	slices.SortFunc(runs, func(a, b run) int {
+		if aw, bw := a.end == e, b.end == e; idleFirst && aw != bw {
+			if bw {
+				return -1
+			}
+			return 1
+		}
 		if c := cmp.Compare(b.end, a.end); c != 0 {
 			return c
 		}

@@ -100,7 +100,7 @@ func validate(r *climate.Reservation) error {
 }
 
 // Plan implements resource.Type: best fit among the matching free hosts (plan.Index);
-// for a preemptible lease, the hosts free longest from its start (plan.PlacePreemptible).
+// for a preemptible lease, hosts free from its start (plan.PlacePreemptible).
 func (Type) Plan(v *resource.View, l *climate.Lease, r *climate.Reservation, had, planned []climate.Allocation, rotate int) ([]climate.Allocation, error) {
 	q, err := Filter(r, v.Properties)
 	if err != nil {
@@ -113,7 +113,9 @@ func (Type) Plan(v *resource.View, l *climate.Lease, r *climate.Reservation, had
 	}
 	if l.Preemptible {
 		// Hosts free now, each until the window's end or its next booking.
-		runs, _, err := v.Index.PlacePreemptible(req, v.Notice)
+		// A lease that shrinks takes reserved-but-idle hosts first, leaving free hosts to
+		// leases that need them now; one that ends at the first take-back, the longest.
+		runs, _, err := v.Index.PlacePreemptible(req, v.Notice, l.OnPreempt != climate.PreemptEnd)
 		if err != nil {
 			return nil, err
 		}
