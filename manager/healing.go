@@ -336,6 +336,9 @@ func (m *Manager) replan(v *resource.View, l *climate.Lease, r *climate.Reservat
 	if started(l, r) {
 		window.Start = climate.Later(now, l.Start)
 	}
+	// A preemptible lease's replacement is a host free until its end: one given back
+	// sooner would need a notice the emergency cannot give.
+	window.Preemptible = false
 	want := *r
 	if r.ResourceType == climate.ResourceTypeHost {
 		want.Min, want.Max = len(r.Allocations), len(r.Allocations)
@@ -354,6 +357,7 @@ func (m *Manager) replan(v *resource.View, l *climate.Lease, r *climate.Reservat
 			continue
 		}
 		c.ID, c.ReservationID, c.LeaseID, c.Start, c.End = climate.NewID(), r.ID, l.ID, window.Start, l.End
+		c.Preemptible = l.Preemptible
 		out = append(out, c)
 	}
 	return out, nil

@@ -288,3 +288,21 @@ func TestMaxRetriesGivesUp(t *testing.T) {
 		t.Errorf("a failed lease was booked")
 	}
 }
+
+// A preemptible lease whose host goes into maintenance is moved to a host free until its
+// end, and stays preemptible there. (It took the host reserved from 5h, so it ends then.)
+func TestHealingMovesPreemptibleLease(t *testing.T) {
+	m, st, _, hosts := preemptSetup(t, 0, 3)
+	mustCreate(t, m, lease("later", 5*time.Hour, 6*time.Hour, 1)) // one host is reserved later
+	p := mustCreate(t, m, preemptible("sweep", time.Hour, 10*time.Hour, "", 1, 1))
+	down := hostsOf(p)[0]
+	if _, _, err := m.CreateMaintenance(context.Background(), admin, down, climate.MaintenanceRequest{Start: at(2 * time.Hour), End: at(3 * time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	p = get(t, m, p.ID)
+	got := p.Reservations[0].Allocations
+	if len(got) != 1 || got[0].ResourceID == down || !got[0].Preemptible || !got[0].End.Equal(t0.Add(5*time.Hour)) || !p.End.Equal(t0.Add(5*time.Hour)) || p.Degraded {
+		t.Errorf("after maintenance on %s: %+v (lease until %s, degraded %v); want a preemptible allocation on another of %v until 5h", down, got, p.End, p.Degraded, hosts)
+	}
+	assertNoOverlap(t, st, 0)
+}
