@@ -122,3 +122,36 @@ func TestLeaseTypeCommands(t *testing.T) {
 		}
 	}
 }
+
+// A preemptible lease through the server and the CLI: it takes both hosts, one of them
+// reserved from a few seconds on; it gets lease.preempted a notice (here 1 s) before that
+// host is taken back, the reserving lease starts on time, and it keeps the other host.
+func TestPreemptibleLeaseThroughTheServer(t *testing.T) {
+	c := newCLI(t, serveOptions{preemptNotice: time.Second})
+	c.ok("host", "create", "n1")
+	c.ok("host", "create", "n2")
+	p := c.leaseJSON("lease", "create", "sweep", "--preemptible", "--end-date", "+1h",
+		"--reservation", "resource_type=physical:host,min=1,max=2", "--wait")
+	if !p.Preemptible || p.OnPreempt != "shrink" || p.Status != "ACTIVE" {
+		t.Fatalf("preemptible lease: preemptible %v, on_preempt %q, %s", p.Preemptible, p.OnPreempt, p.Status)
+	}
+	events := subscribe(t, c.url, p.ID)
+	r := c.leaseJSON("lease", "create", "train", "--start-date", "+4s", "--end-date", "+1h",
+		"--reservation", "resource_type=physical:host,min=1,max=1")
+	if r.Status != "PENDING" {
+		t.Fatalf("reserving lease is %s", r.Status)
+	}
+	if status := events.await(t, "lease.preempted"); status != "ACTIVE" {
+		t.Errorf("lease.preempted: the preemptible lease is %s, want ACTIVE", status)
+	}
+	if out := c.ok("lease", "wait", "train", "--timeout", "30s", "-o", "value", "-c", "status"); out != "ACTIVE\n" {
+		t.Fatalf("train: %q", out)
+	}
+	ends := c.ok("allocation", "list", "--lease", "sweep", "-o", "value", "-c", "end_date")
+	if !strings.Contains(ends, r.StartDate) || !strings.Contains(ends, p.EndDate) {
+		t.Errorf("sweep's allocations end %q; want one at train's start %s, one at sweep's end %s", ends, r.StartDate, p.EndDate)
+	}
+	if got := c.leaseJSON("lease", "show", "sweep"); got.Status != "ACTIVE" || got.EndDate != p.EndDate {
+		t.Errorf("sweep after the take-back: %s until %s; want ACTIVE until %s on its other host", got.Status, got.EndDate, p.EndDate)
+	}
+}
