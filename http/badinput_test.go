@@ -247,7 +247,6 @@ func badCases() []badCase {
 		post("on_preempt without preemptible", leaseWith(`{"on_preempt": "end"}`), 400, "on_preempt goes with preemptible: true"),
 		post("on_preempt unknown", leaseWith(`{"preemptible": true, "on_preempt": "pause"}`), 400, `Unknown on_preempt "pause" (accepted: shrink, end)`),
 		post("preemptible retry lease", leaseWith(`{"preemptible": true, "lease_type": "retry"}`), 400, "lease_type retry cannot be preemptible"),
-		post("preemptible instance reservation", patchJSON(instResWith(`{}`), `{"preemptible": true}`), 400, "virtual:instance cannot be preemptible"),
 		post("unknown lease key id", leaseWith(`{"id": "6ee55c78-0000-4000-8000-000000000000"}`), 400, `Unknown parameter "id"`),
 		post("unknown reservation key", resWith(`{"amount": 1}`), 400, `Unknown parameter "amount"`),
 		post("reservation id on create", resWith(`{"id": "x"}`), 400, `Unknown parameter "id"`),

@@ -248,7 +248,7 @@ func (m *Manager) planAndCommit(ctx context.Context, l, prev *climate.Lease, opt
 			l.End, l.Events = askedEnd, slices.Clone(askedEvents)
 		}
 		err := m.view(ctx, func(a *resource.View) error {
-			a = m.planningView(a, now)
+			a = m.planningView(a, now, l.Preemptible)
 			if opts.search != nil { // "earliest": find the slot on this same view
 				if err := m.placeEarliest(l, a, opts.search); err != nil {
 					return err
@@ -287,7 +287,7 @@ func (m *Manager) planAndCommit(ctx context.Context, l, prev *climate.Lease, opt
 					return err
 				}
 				if !l.Preemptible {
-					if others, cutLeases, cutRemoved, cutAdded, err = m.reclaim(ctx, tx, l, others, now); err != nil {
+					if others, cutLeases, cutRemoved, cutAdded, err = m.reclaim(ctx, tx, l, onHosts, onOthers, others, capacity, now); err != nil {
 						return err
 					}
 				}
@@ -326,7 +326,13 @@ func (m *Manager) planLease(l, prev *climate.Lease, v *resource.View, rotate int
 			return nil, err
 		}
 		had := current[r.ID]
-		chosen, err := t.Plan(v, l, r, had, all, rotate)
+		planFn := t.Plan
+		if _, runs := t.(resource.Runs); l.Preemptible && !runs {
+			planFn = func(v *resource.View, l *climate.Lease, r *climate.Reservation, had, planned []climate.Allocation, rotate int) ([]climate.Allocation, error) {
+				return m.planShortened(t, v, l, r, had, planned, rotate)
+			}
+		}
+		chosen, err := planFn(v, l, r, had, all, rotate)
 		if err != nil {
 			return nil, err
 		}

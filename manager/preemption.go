@@ -3,10 +3,12 @@ package manager
 import (
 	"context"
 	"slices"
+	"sort"
 	"time"
 
 	"climate"
 	"climate/notify"
+	"climate/plan"
 	"climate/resource"
 )
 
@@ -34,11 +36,6 @@ func checkPreemptible(req climate.LeaseRequest, l *climate.Lease) error {
 	case req.Start.Earliest:
 		return invalid("A preemptible lease takes the capacity free at its start: give start_date, not \"earliest\"")
 	}
-	for _, r := range l.Reservations {
-		if r.ResourceType != climate.ResourceTypeHost {
-			return invalid("A preemptible lease reserves %s only; %s cannot be preemptible", climate.ResourceTypeHost, r.ResourceType)
-		}
-	}
 	l.Preemptible, l.OnPreempt = true, req.OnPreempt
 	if l.OnPreempt == "" {
 		l.OnPreempt = climate.PreemptShrink
@@ -47,12 +44,45 @@ func checkPreemptible(req climate.LeaseRequest, l *climate.Lease) error {
 }
 
 // planningView returns v as one plan made at now sees it: a lease starting at least the
-// notice and the cleaning time from now may take hosts back from preemptible leases.
-func (m *Manager) planningView(v *resource.View, now time.Time) *resource.View {
+// notice and the cleaning time from now may take resources back from preemptible leases,
+// unless it is preemptible itself.
+func (m *Manager) planningView(v *resource.View, now time.Time, preemptible bool) *resource.View {
 	c := *v
-	c.ReclaimFrom = now.Add(m.cfg.PreemptionNotice + m.cfg.Cleaning)
+	if !preemptible {
+		c.ReclaimFrom = now.Add(m.cfg.PreemptionNotice + m.cfg.Cleaning)
+	}
 	c.Notice = m.cfg.PreemptionNotice
 	return &c
+}
+
+// planShortened plans reservation r of preemptible lease l, of a type without runs of
+// its own (resource.Runs), over the longest window from l's start, at least the notice
+// long, in which it fits: every allocation ends there, where what it holds is booked.
+func (m *Manager) planShortened(t resource.Type, v *resource.View, l *climate.Lease, r *climate.Reservation, had, planned []climate.Allocation, rotate int) ([]climate.Allocation, error) {
+	try := func(end time.Time) ([]climate.Allocation, error) {
+		w := *l
+		w.End = end
+		out, err := t.Plan(v, &w, r, had, planned, rotate)
+		for i := range out {
+			out[i].End, out[i].Preemptible = end, true
+		}
+		return out, err
+	}
+	out, err := try(l.End)
+	if climate.ErrorCode(err) != climate.CodeConflict {
+		return out, err
+	}
+	// A shorter window only fits more easily: the fitting ends are a prefix of the
+	// candidates, in order.
+	ends := v.Starts(l.Start.Add(max(v.Notice, time.Microsecond)-time.Microsecond), l.End)
+	n := sort.Search(len(ends), func(i int) bool {
+		_, err := try(ends[i])
+		return err != nil
+	})
+	if n == 0 {
+		return nil, err
+	}
+	return try(ends[n-1])
 }
 
 // shapePreemptible fits planned preemptible lease l, as asked (ending at askedEnd), to
@@ -141,28 +171,50 @@ func moveEnd(l *climate.Lease, end, now time.Time) {
 	}
 }
 
-// reclaim takes back, inside the write transaction of lease l (not preemptible), the
-// hosts l was planned on that preemptible leases hold: each such allocation is cut at
-// l's start less the cleaning time, if l starts far enough ahead for the notice and the
-// allocation started before the cut (the planner chose those only). others are the other
-// leases' allocations near l's hosts, as read in the transaction; it returns them as
-// they are once cut (for the re-check), and the preemptible leases to write.
-func (m *Manager) reclaim(ctx context.Context, tx climate.Tx, l *climate.Lease, others []climate.Allocation, now time.Time) (after []climate.Allocation, cutLeases []*climate.Lease, removed, added []climate.Allocation, err error) {
+// reclaim takes back, inside the write transaction of lease l (not preemptible), what
+// preemptible leases hold of the resources l was planned on: each such allocation is cut
+// at l's start less the resource's cleaning time, if l starts far enough ahead for the
+// notice and the allocation started before the cut (the planner chose those only). On a
+// host where l holds slots, preemptible holds are cut only if l does not fit beside
+// them. onHosts and onOthers are l's allocations on hosts and on other resources;
+// others the other leases' allocations near them, as read in the transaction. It returns
+// others as they are once cut (for the re-check), and the preemptible leases to write.
+func (m *Manager) reclaim(ctx context.Context, tx climate.Tx, l *climate.Lease, onHosts, onOthers, others []climate.Allocation, capacity map[string]climate.Size, now time.Time) (after []climate.Allocation, cutLeases []*climate.Lease, removed, added []climate.Allocation, err error) {
 	c := m.cfg.Cleaning
 	if l.Start.Before(now.Add(m.cfg.PreemptionNotice + c)) {
 		return others, nil, nil, nil, nil
 	}
-	mine := map[string]bool{}
-	for _, a := range allocationsOf(l) {
-		if !a.Shared() {
-			mine[a.ResourceID] = true
-		}
+	// Per resource: the cleaning time kept after its holds, and whether to cut.
+	cleaning := map[string]time.Duration{}
+	for _, a := range onOthers {
+		cleaning[a.ResourceID] = 0
 	}
-	at := l.Start.Add(-c)
+	for _, a := range onHosts {
+		cleaning[a.ResourceID] = c
+	}
+	cut := map[string]bool{}
+	for id, c := range cleaning {
+		at := l.Start.Add(-c)
+		var mine, near []climate.Allocation
+		soft := false
+		for _, a := range append(onHosts, onOthers...) {
+			if a.ResourceID == id {
+				mine = append(mine, a)
+			}
+		}
+		for _, o := range others {
+			if o.ResourceID == id {
+				near = append(near, o)
+				soft = soft || (o.Preemptible && o.Start.Before(at) && o.End.After(at))
+			}
+		}
+		cut[id] = soft && !(allShared(mine) && plan.Fits(mine, near, capacity, c))
+	}
 	byLease := map[string]*climate.Lease{}
 	after = make([]climate.Allocation, 0, len(others))
 	for _, o := range others {
-		if !o.Preemptible || !mine[o.ResourceID] || !o.Start.Before(at) || !o.End.After(at) {
+		at := l.Start.Add(-cleaning[o.ResourceID])
+		if !cut[o.ResourceID] || !o.Preemptible || !o.Start.Before(at) || !o.End.After(at) {
 			after = append(after, o)
 			continue
 		}
@@ -181,9 +233,19 @@ func (m *Manager) reclaim(ctx context.Context, tx climate.Tx, l *climate.Lease, 
 	}
 	for _, p := range cutLeases {
 		p.UpdatedAt = now
-		m.cfg.Log.Info("hosts taken back from a preemptible lease", "lease", p.ID, "by", l.ID, "at", at, "on_preempt", p.OnPreempt)
+		m.cfg.Log.Info("resources taken back from a preemptible lease", "lease", p.ID, "by", l.ID, "on_preempt", p.OnPreempt)
 	}
 	return after, cutLeases, removed, added, nil
+}
+
+// allShared reports whether every allocation holds slots of its resource.
+func allShared(allocs []climate.Allocation) bool {
+	for _, a := range allocs {
+		if !a.Shared() {
+			return false
+		}
+	}
+	return true
 }
 
 // writeCuts writes the preemptible leases reclaim cut, each with a lease.update.

@@ -79,7 +79,8 @@ func eventTimes(l *climate.Lease, ty climate.EventType) []time.Time {
 	return out
 }
 
-// assertNoOverlap checks the store: no host in two allocations closer than cleaning.
+// assertNoOverlap checks the store: no resource in two allocations closer than cleaning,
+// unless both hold slots of it.
 func assertNoOverlap(t *testing.T, st climate.Store, cleaning time.Duration) {
 	t.Helper()
 	var allocs []climate.Allocation
@@ -93,7 +94,7 @@ func assertNoOverlap(t *testing.T, st climate.Store, cleaning time.Duration) {
 	}
 	for i, a := range allocs {
 		for _, b := range allocs[i+1:] {
-			if a.ResourceID == b.ResourceID && climate.Overlaps(a.Start, a.End.Add(cleaning), b.Start, b.End.Add(cleaning)) {
+			if a.ResourceID == b.ResourceID && !(a.Shared() && b.Shared()) && climate.Overlaps(a.Start, a.End.Add(cleaning), b.Start, b.End.Add(cleaning)) {
 				t.Errorf("host %s: lease %s [%s, %s) and lease %s [%s, %s) overlap (cleaning %s)", a.ResourceID,
 					a.LeaseID, a.Start.Format(time.TimeOnly), a.End.Format(time.TimeOnly), b.LeaseID, b.Start.Format(time.TimeOnly), b.End.Format(time.TimeOnly), cleaning)
 			}
@@ -303,6 +304,55 @@ func TestHealingMovesPreemptibleLease(t *testing.T) {
 	got := p.Reservations[0].Allocations
 	if len(got) != 1 || got[0].ResourceID == down || !got[0].Preemptible || !got[0].End.Equal(t0.Add(5*time.Hour)) || !p.End.Equal(t0.Add(5*time.Hour)) || p.Degraded {
 		t.Errorf("after maintenance on %s: %+v (lease until %s, degraded %v); want a preemptible allocation on another of %v until 5h", down, got, p.End, p.Degraded, hosts)
+	}
+	assertNoOverlap(t, st, 0)
+}
+
+// Instance slots and floating IPs may be preemptible too: a preemptible reservation of
+// them runs over the longest window from its start in which it fits, and a later lease
+// takes them back as it takes hosts, cutting preemptible slots on a host only when it
+// does not fit beside them.
+func TestPreemptibleSlotsAndFloatingIPs(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, t.TempDir()+"/climate.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	m := manager.New(st, clock.NewFake(t0), manager.Config{PreemptionNotice: notice})
+	addHosts(t, m, 1, map[string]string{"vcpus": "16", "memory_mb": "65536"})
+	addFloatingIPs(t, m, "ext", "172.24.4.1")
+	slots := func(name string, start, end time.Duration, amount, vcpus int, preemptible bool) climate.LeaseRequest {
+		return climate.LeaseRequest{Name: name, Start: at(start), End: at(end), Preemptible: preemptible,
+			Reservations: []climate.ReservationRequest{instReq(amount, vcpus, 1024, nil)}}
+	}
+	// 8 vCPUs are reserved from 4h: a preemptible 12 vCPUs fit until then only.
+	mustCreate(t, m, slots("later", 4*time.Hour, 6*time.Hour, 4, 2, false))
+	p := mustCreate(t, m, slots("sweep", 0, 10*time.Hour, 3, 4, true))
+	if a := p.Reservations[0].Allocations; len(a) != 1 || !a[0].Preemptible || !a[0].End.Equal(t0.Add(4*time.Hour)) || !p.End.Equal(t0.Add(4*time.Hour)) {
+		t.Fatalf("preemptible slots %+v, lease until %s; want them until 4h", a, p.End)
+	}
+	// 4 vCPUs more from 2h fit beside the 12: nothing is taken back.
+	mustCreate(t, m, slots("small", 2*time.Hour, 3*time.Hour, 1, 4, false))
+	if got := get(t, m, p.ID); !got.End.Equal(t0.Add(4*time.Hour)) || len(eventTimes(got, climate.EventPreemptLease)) != 1 {
+		t.Errorf("a lease that fits beside the preemptible slots took them back: until %s, notices %v", got.End, eventTimes(got, climate.EventPreemptLease))
+	}
+	// 8 vCPUs from 3h do not: the preemptible slots are cut at 3h.
+	mustCreate(t, m, slots("big", 3*time.Hour, 4*time.Hour, 2, 4, false))
+	got := get(t, m, p.ID)
+	if !got.End.Equal(t0.Add(3*time.Hour)) || !got.Reservations[0].Allocations[0].End.Equal(t0.Add(3*time.Hour)) {
+		t.Errorf("after a lease that needs the capacity: until %s, %+v; want cut at 3h", got.End, got.Reservations[0].Allocations)
+	}
+	if ev := eventTimes(got, climate.EventPreemptLease); len(ev) != 1 || !ev[0].Equal(t0.Add(3*time.Hour-notice)) {
+		t.Errorf("notices %v; want one at 3h less the notice", ev)
+	}
+
+	// A preemptible floating IP is taken back by a lease that needs the address.
+	fp := mustCreate(t, m, climate.LeaseRequest{Name: "ip", Start: at(0), End: at(10 * time.Hour), Preemptible: true, OnPreempt: climate.PreemptEnd,
+		Reservations: []climate.ReservationRequest{fipReq("ext", 1)}})
+	mustCreate(t, m, climate.LeaseRequest{Name: "needs-ip", Start: at(2 * time.Hour), End: at(3 * time.Hour), Reservations: []climate.ReservationRequest{fipReq("ext", 1)}})
+	if got := get(t, m, fp.ID); !got.End.Equal(t0.Add(2 * time.Hour)) {
+		t.Errorf("preemptible floating IP lease until %s; want ended at 2h", got.End)
 	}
 	assertNoOverlap(t, st, 0)
 }

@@ -170,7 +170,7 @@ func (m *Manager) RetryWaiting(ctx context.Context) (int, error) {
 		var fitStart time.Time
 		err := m.view(ctx, func(v *resource.View) error {
 			mark := m.freed.mark() // what this view has seen freed (changes apply under m.mu)
-			v = m.planningView(v, now)
+			v = m.planningView(v, now, false)
 			for ; i < len(waiting) && fit < 0; i++ {
 				w := &waiting[i]
 				if !w.RetryUntil.After(now) {

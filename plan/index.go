@@ -79,7 +79,7 @@ func NewIndex(hosts []climate.Host, allocs []climate.Allocation, opts ...Option)
 	}
 	for _, a := range allocs {
 		if p, ok := x.pos[a.ResourceID]; ok && a.Shared() {
-			x.shared[p] = append(x.shared[p], use{start: a.Start.UnixMicro(), end: x.end(a.End), lease: x.leaseNum(a.LeaseID), size: a.Size.Times(a.Slots)})
+			x.shared[p] = append(x.shared[p], use{start: a.Start.UnixMicro(), end: x.end(a.End), lease: x.leaseNum(a.LeaseID), size: a.Size.Times(a.Slots), soft: a.Preemptible})
 		} else if ok {
 			x.busy[p] = append(x.busy[p], interval{a.Start.UnixMicro(), x.end(a.End), x.leaseNum(a.LeaseID), a.Preemptible})
 		}
@@ -167,7 +167,7 @@ func (x *Index) Apply(remove, add []climate.Allocation) {
 // would be taken back (only when s >= reclaim; see bookings).
 func (x *Index) neighbours(p int32, s, e int64, skip int32, reclaim int64) (free, reclaims bool, prevEnd, nextStart int64) {
 	free, reclaims, prevEnd, nextStart = x.bookings(p, s, e, skip, reclaim)
-	if !free || x.sharedBusy(p, s, e, skip) {
+	if !free || x.sharedBusy(p, s, e, skip, reclaim) {
 		return false, false, 0, 0
 	}
 	return true, reclaims, prevEnd, nextStart
@@ -193,7 +193,7 @@ func (x *Index) bookings(p int32, s, e int64, skip int32, reclaim int64) (free, 
 			continue
 		}
 		if b[i].start < e {
-			if b[i].soft && s >= reclaim && b[i].start < s-x.clean {
+			if x.reclaimable(b[i].soft, b[i].start, s, reclaim) {
 				reclaims = true
 				continue
 			}

@@ -86,6 +86,33 @@ func (x *Index) PlacePreemptible(r HostRequest, minRun time.Duration, idleFirst 
 	return out, ex, nil
 }
 
+// Starts returns, in order and without repeats, when holds begin in (from, to), each
+// less the cleaning time: the instants at which what is free from from may stop being.
+func (x *Index) Starts(from, to time.Time) []time.Time {
+	f, t := from.UnixMicro(), to.UnixMicro()
+	var out []int64
+	add := func(start int64) {
+		if c := start - x.clean; c > f && c < t {
+			out = append(out, c)
+		}
+	}
+	for p := range x.busy {
+		for _, iv := range x.busy[p] {
+			add(iv.start)
+		}
+		for _, u := range x.shared[p] {
+			add(u.start)
+		}
+	}
+	slices.Sort(out)
+	out = slices.Compact(out)
+	times := make([]time.Time, len(out))
+	for i, c := range out {
+		times[i] = time.UnixMicro(c).UTC()
+	}
+	return times
+}
+
 // runEnd returns until when host p can be held whole from s (at most until e), ignoring
 // lease skip's holds: the window's end, or the next hold's start less the cleaning time;
 // s or earlier when a hold covers s.

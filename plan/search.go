@@ -257,7 +257,7 @@ func (x *Index) SlotTimeline(size climate.Size, match func(*climate.Host) bool, 
 				changes = append(changes, change{max(iv.start, f), climate.Size{}, 1}, change{min(iv.end, end), climate.Size{}, -1})
 			}
 		}
-		x.overlapping(p, f, end, -1, func(u *use) {
+		x.overlapping(p, f, end, -1, noReclaim, func(u *use) {
 			changes = append(changes, change{max(u.start, f), u.size, 0}, change{min(u.end, end), u.size.Times(-1), 0})
 		})
 		if len(changes) == 0 {

@@ -19,10 +19,11 @@ type use struct {
 	lease      int32
 	size       climate.Size
 	maxEnd     int64 // the latest end among this use and those before it
+	soft       bool  // a preemptible lease's (see Index.bookings)
 }
 
 func (x *Index) addUse(p int32, a climate.Allocation) {
-	u := use{start: a.Start.UnixMicro(), end: x.end(a.End), lease: x.leaseNum(a.LeaseID), size: a.Size.Times(a.Slots)}
+	u := use{start: a.Start.UnixMicro(), end: x.end(a.End), lease: x.leaseNum(a.LeaseID), size: a.Size.Times(a.Slots), soft: a.Preemptible}
 	b := x.shared[p]
 	i := sort.Search(len(b), func(i int) bool { return b[i].start > u.start })
 	x.shared[p] = slices.Insert(b, i, u)
@@ -57,23 +58,32 @@ func fixMaxEnd(b []use, i int) {
 	}
 }
 
-// overlapping calls f for each use of host p overlapping [s, e), except lease skip's.
-func (x *Index) overlapping(p int32, s, e int64, skip int32, f func(*use)) {
+// overlapping calls f for each use of host p overlapping [s, e), except lease skip's and
+// the preemptible ones a request starting at s may take back (as in bookings).
+func (x *Index) overlapping(p int32, s, e int64, skip int32, reclaim int64, f func(*use)) {
 	b := x.shared[p]
 	// Uses starting before e are b[:k]; walk back while some of them may still end after s.
 	k := sort.Search(len(b), func(i int) bool { return b[i].start >= e })
 	for i := k - 1; i >= 0 && b[i].maxEnd > s; i-- {
-		if b[i].end > s && b[i].lease != skip {
+		if b[i].end > s && b[i].lease != skip && !x.reclaimable(b[i].soft, b[i].start, s, reclaim) {
 			f(&b[i])
 		}
 	}
 }
 
+// reclaimable reports whether a hold starting at start, preemptible if soft, can be cut
+// for a request starting at s with reclaim horizon reclaim: it is preemptible, the request
+// starts at or after the horizon, and the hold started before s less the cleaning time,
+// so it keeps what it ran.
+func (x *Index) reclaimable(soft bool, start, s, reclaim int64) bool {
+	return soft && s >= reclaim && start < s-x.clean
+}
+
 // sharedBusy reports whether any slots are held on host p during [s, e) (lease skip's
-// aside): such a host cannot be given whole.
-func (x *Index) sharedBusy(p int32, s, e int64, skip int32) bool {
+// and reclaimable ones aside): such a host cannot be given whole.
+func (x *Index) sharedBusy(p int32, s, e int64, skip int32, reclaim int64) bool {
 	busy := false
-	x.overlapping(p, s, e, skip, func(*use) { busy = true })
+	x.overlapping(p, s, e, skip, reclaim, func(*use) { busy = true })
 	return busy
 }
 
@@ -98,10 +108,10 @@ func sortSteps(steps []loadStep) {
 // [s, e), on top of its uses there (lease skip's aside) and extra (held over the whole
 // window by the request's own lease), and whether any use overlaps the window. scratch is
 // a buffer the caller reuses across hosts.
-func (x *Index) freeSlots(p int32, s, e int64, skip int32, size, extra climate.Size, scratch *[]loadStep) (free int, used bool) {
+func (x *Index) freeSlots(p int32, s, e int64, skip int32, reclaim int64, size, extra climate.Size, scratch *[]loadStep) (free int, used bool) {
 	capacity := x.hosts[p].Capacity()
 	steps := (*scratch)[:0]
-	x.overlapping(p, s, e, skip, func(u *use) {
+	x.overlapping(p, s, e, skip, reclaim, func(u *use) {
 		steps = append(steps, loadStep{max(u.start, s), u.size}, loadStep{min(u.end, e), u.size.Times(-1)})
 	})
 	*scratch = steps
@@ -185,9 +195,10 @@ type SlotsRequest struct {
 	// were given, per host (held over the same window).
 	Exclude map[string]bool
 	Extra   map[string]climate.Size
-	// Lease and Rotate are as in HostRequest.
-	Lease  string
-	Rotate int
+	// Lease, Rotate and ReclaimFrom are as in HostRequest.
+	Lease       string
+	Rotate      int
+	ReclaimFrom time.Time
 }
 
 // HostSlots is a number of slots on one host.
@@ -221,6 +232,10 @@ func (x *Index) PlaceSlots(r SlotsRequest) ([]HostSlots, error) {
 	if r.Amount <= 0 {
 		return nil, nil
 	}
+	reclaim := int64(noReclaim)
+	if !r.ReclaimFrom.IsZero() {
+		reclaim = r.ReclaimFrom.UnixMicro()
+	}
 	// With affinity every slot goes on one host: one too small for them all is out
 	// before any sweep (most hosts, for a large request).
 	need := r.Size
@@ -233,10 +248,10 @@ func (x *Index) PlaceSlots(r SlotsRequest) ([]HostSlots, error) {
 		if !h.Reservable || r.Exclude[h.ID] || !need.Within(h.Capacity()) {
 			return slotHost{}, false
 		}
-		if free, _, _, _ := x.bookings(p, s, e, skip, noReclaim); !free {
+		if free, _, _, _ := x.bookings(p, s, e, skip, reclaim); !free {
 			return slotHost{}, false
 		}
-		free, used := x.freeSlots(p, s, e, skip, r.Size, r.Extra[h.ID], &scratch)
+		free, used := x.freeSlots(p, s, e, skip, reclaim, r.Size, r.Extra[h.ID], &scratch)
 		return slotHost{p, free, used}, free > 0
 	}
 

@@ -91,6 +91,24 @@ type Type interface {
 	Hosts(r *climate.Reservation) []string
 }
 
+// Runs is a Type whose Plan gives each resource of a preemptible lease an end of its
+// own (until the resource's next booking: resource/host). The manager plans a
+// preemptible lease's reservation of another type over the longest window from the
+// lease's start in which it fits, every allocation ending there.
+type Runs interface {
+	Type
+	PlansRuns()
+}
+
+// Starts returns, in order and without repeats, the instants in (from, to) at which a
+// hold of the view begins, each less the cleaning time of its index: the latest ends a
+// preemptible lease may be given.
+func (v *View) Starts(from, to time.Time) []time.Time {
+	out := append(v.Index.Starts(from, to), v.FloatingIPs.Starts(from, to)...)
+	slices.SortFunc(out, time.Time.Compare)
+	return slices.Compact(out)
+}
+
 // Hosts returns the hosts r holds whole according to its type in ts (none for a type ts
 // lacks).
 func (ts Types) Hosts(r *climate.Reservation) []string {

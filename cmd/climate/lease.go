@@ -192,7 +192,7 @@ Climate books the first window in which the reservations fit (before --deadline,
 	f.StringVar(&lo.retryUntil, "retry-until", "", "with --type retry or best_effort: when a lease still waiting gives up (a date or +DURATION after the start; default a day after the start)")
 	f.IntVar(&lo.priority, "priority", 0, "with --type retry or best_effort: order among waiting leases, 0 to 1000, higher first (then first come, first served)")
 	f.IntVar(&lo.maxRetries, "max-retries", 0, "with --type retry or best_effort: give up after this many re-plans that did not fit (each when capacity frees; 0 = only --retry-until)")
-	f.BoolVar(&lo.preemptible, "preemptible", false, "run on hosts free now even if they are reserved later; a lease that reserves one takes it back after a lease.preempted notice (the server's --preemption-notice); physical:host reservations only")
+	f.BoolVar(&lo.preemptible, "preemptible", false, "run on hosts free now even if they are reserved later; a lease that reserves one takes it back after a lease.preempted notice (the server's --preemption-notice)")
 	f.StringVar(&lo.onPreempt, "on-preempt", "", "with --preemptible: what the lease does when a host is taken back: shrink (keep the other hosts; the default) or end")
 	lo.wait.addFlags(cmd, "wait until the lease reaches --status (default ACTIVE), showing its status")
 	return cmd

@@ -136,6 +136,7 @@ func (Type) Plan(v *resource.View, l *climate.Lease, r *climate.Reservation, had
 		Window: plan.Window{Start: l.Start, End: l.End}, Min: r.Amount, Max: r.Amount,
 		Match:     func(h *climate.Host) bool { return h.Extra[resource.NetworkProperty] == net },
 		FilterKey: "network " + net, Prefer: prefer, Exclude: resource.Taken(planned), Lease: l.ID, Rotate: rotate,
+		ReclaimFrom: v.ReclaimFrom,
 	})
 	if err != nil {
 		return nil, climate.Errorf(climate.CodeConflict, "Not enough floating IPs available: %d requested on network %s, fewer are free in the window", r.Amount, r.NetworkID)

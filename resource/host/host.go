@@ -129,6 +129,10 @@ func (Type) Plan(v *resource.View, l *climate.Lease, r *climate.Reservation, had
 	return resource.Whole(hosts), err
 }
 
+// PlansRuns marks Plan as giving each host of a preemptible lease its own end
+// (resource.Runs).
+func (Type) PlansRuns() {}
+
 // Filter parses a reservation's two property queries and checks every property name it
 // uses is known, so a typo is a 400 rather than a silent "no host matches".
 func Filter(r *climate.Reservation, known map[string]climate.ResourceProperty) (*query.Query, error) {

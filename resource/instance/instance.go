@@ -141,7 +141,7 @@ func PlanSlots(v *resource.View, l *climate.Lease, r *climate.Reservation, match
 	req := plan.SlotsRequest{
 		Window: plan.Window{Start: l.Start, End: l.End}, Amount: r.Amount, Size: r.Size, Affinity: r.Affinity,
 		Match: match, FilterKey: filterKey, Prefer: map[string]int{}, Exclude: map[string]bool{}, Extra: map[string]climate.Size{},
-		Lease: l.ID, Rotate: rotate,
+		Lease: l.ID, Rotate: rotate, ReclaimFrom: v.ReclaimFrom,
 	}
 	for _, a := range had {
 		req.Prefer[a.ResourceID] += a.Slots
