@@ -54,6 +54,8 @@ type Server struct {
 	// /v1/os-hosts/…/maintenances); nil: Hosts, when it offers them, else they are left
 	// out (404).
 	Maintenances climate.MaintenanceService
+	// UI serves the web calendar under /ui/ (package ui); nil leaves it out (404).
+	UI http.Handler
 }
 
 func (s *Server) now() time.Time {
@@ -124,6 +126,9 @@ func (s *Server) Handler() http.Handler {
 	if s.Flavors != nil {
 		mux.Handle("/v1/flavors", s.methods(map[string]handler{"GET": s.listFlavors, "POST": s.createFlavor}))
 		mux.Handle("/v1/flavors/{id}", s.methods(map[string]handler{"GET": s.getFlavor, "DELETE": s.deleteFlavor}))
+	}
+	if s.UI != nil {
+		mux.Handle("/ui/", s.UI) // the web calendar's page and assets (package ui)
 	}
 	mux.Handle("/", s.methods(nil)) // unknown routes: 404 in Blazar's error shape
 	return s.middleware(mux)
