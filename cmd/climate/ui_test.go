@@ -326,6 +326,9 @@ func BenchmarkWebCalendarLoad(b *testing.B) {
 		pan += time.Since(start)
 	}
 	bars := visibleBars(b, ctx)
+	do(b, ctx, chromedp.Navigate(page), ready)
+	b.Logf("requests of the last load (ms, bytes): %s", eval[string](b, ctx,
+		`performance.getEntriesByType('resource').map(e => e.name.replace(location.origin, '').split('?')[0] + ' ' + Math.round(e.duration) + ' ' + e.transferSize).join('; ')`))
 	n := time.Duration(b.N)
 	b.ReportMetric(float64((total / n).Milliseconds()), "ms/load")
 	b.ReportMetric(float64((pan / n).Milliseconds()), "ms/next-week")

@@ -12,7 +12,7 @@
   const MIN_SPAN = HOUR, MAX_SPAN = 120 * DAY;
   // Dark enough for white text (contrast >= 4.5:1), distinct in hue.
   const PALETTE = ['#1f5fa8', '#a33a00', '#2a7a2a', '#8b2c8b', '#6b5300', '#00707a',
-    '#b0004f', '#4b4bb3', '#7a4a1f', '#3d6b00', '#005f8f', '#8a3b3b'];
+    '#b0004f', '#4b4bb3', '#7a4a1f', '#37474f'];
   const BUSY = '#5b6470';
 
   const st = {
@@ -131,24 +131,24 @@
     showError('');
     st.fetched = null;
     try {
-      try {
-        const h = await api('GET', '/v1/os-hosts');
-        st.admin = true;
-        st.hosts = h.hosts;
-      } catch (e) {
+      // All at once: the lease list is the longest, the others come in meanwhile.
+      const hostsP = api('GET', '/v1/os-hosts').then((h) => ({ admin: true, hosts: h.hosts }), (e) => {
         if (e.status !== 403) throw e;
-        st.admin = false; // members: rows come from the allocations (no host names)
-        st.hosts = [];
-      }
-      const l = await api('GET', '/v1/leases');
+        return { admin: false, hosts: [] }; // members: rows come from the allocations (no host names)
+      });
+      const leasesP = api('GET', '/v1/leases');
+      const allocsP = requestAllocations();
+      const timelineP = fetchTimeline();
+      const [h, l, a] = await Promise.all([hostsP, leasesP, allocsP, timelineP]);
+      st.admin = h.admin;
+      st.hosts = h.hosts;
       st.leases = new Map(l.leases.map((x) => [x.id, x]));
       $('who').textContent = st.admin
         ? 'Admin view: every lease by name.'
         : 'Project view: your leases by name, other projects’ as “busy”.';
       fillGroups();
-      await fetchAllocations(true);
+      applyAllocations(a);
       buildRows();
-      await fetchTimeline();
       draw();
       updateList();
       if (!st.firstReadyMs) st.firstReadyMs = performance.now();
@@ -164,13 +164,19 @@
     return { from: st.start - st.span, to: st.start + 2 * st.span };
   }
   let allocSeq = 0;
-  async function fetchAllocations(force) {
-    const v = { from: st.start, to: st.start + st.span };
-    if (!force && st.fetched && st.fetched.from <= v.from && st.fetched.to >= v.to) return;
+  async function requestAllocations() {
     const w = want();
     const seq = ++allocSeq;
     const j = await api('GET', `/v1/os-hosts/allocations?from=${encodeURIComponent(iso(w.from))}&to=${encodeURIComponent(iso(w.to))}`);
-    if (seq !== allocSeq) return;
+    return { j, w, seq };
+  }
+  async function fetchAllocations() {
+    const v = { from: st.start, to: st.start + st.span };
+    if (st.fetched && st.fetched.from <= v.from && st.fetched.to >= v.to) return;
+    applyAllocations(await requestAllocations());
+  }
+  function applyAllocations({ j, w, seq }) {
+    if (seq !== allocSeq) return; // a later request is on its way
     const m = new Map();
     for (const h of j.allocations) {
       const list = h.reservations.map((r) => ({ s: parseDate(r.start_date), e: parseDate(r.end_date), lease: r.lease_id, res: r.id, host: h.resource_id }));
@@ -515,7 +521,7 @@
     dataTimer = setTimeout(async () => {
       setState('loading');
       try {
-        await fetchAllocations(false);
+        await fetchAllocations();
         await fetchTimeline();
         showError('');
       } catch (e) { showError(e); }
