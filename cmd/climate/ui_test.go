@@ -231,6 +231,16 @@ func TestWebCalendarInChromium(t *testing.T) {
 	if after-before != float64(7*24*time.Hour/time.Millisecond)/8 {
 		t.Errorf("ArrowRight moved the view by %v ms", after-before)
 	}
+	// Enter leads from the chart into the list of visible bookings, ↓ along it.
+	do(t, ctx, chromedp.KeyEvent(kb.Enter), chromedp.KeyEvent(kb.ArrowDown))
+	if focused := eval[string](t, ctx, `document.activeElement.closest('#bars') ? document.activeElement.textContent : 'not in the list: ' + document.activeElement.id`); !strings.HasPrefix(focused, "compute-1: chem-gpu, project chemistry") {
+		t.Errorf("focus after Enter and ↓: %q", focused)
+	}
+	// Home comes back to now.
+	do(t, ctx, chromedp.Focus(chromedp.ID("scroller")), chromedp.KeyEvent(kb.Home), ready)
+	if start, now := eval[float64](t, ctx, `climateCalendar.start`), float64(time.Now().UnixMilli()); start > now || now-start > float64(2*24*time.Hour/time.Millisecond) {
+		t.Errorf("after Home the view starts at %v, now is %v", time.UnixMilli(int64(start)).UTC(), time.UnixMilli(int64(now)).UTC())
+	}
 
 	// Filter by a property: only the GPU hosts are rows.
 	do(t, ctx, chromedp.Navigate(page), ready,

@@ -642,6 +642,7 @@
     $('logout').addEventListener('click', () => { st.token = ''; sessionStorage.removeItem('climate.token'); loadAll(); });
     $('earliest').addEventListener('submit', (ev) => { ev.preventDefault(); findEarliest(); });
     window.addEventListener('resize', () => { sizeSpacer(); redraw(); scheduleList(); });
+    setInterval(redraw, 30e3); // keep "now" moving
   }
 
   async function applyFilter() {
