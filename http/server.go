@@ -77,6 +77,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("/v1", s.versions(true))
 	mux.Handle("/v1/{$}", s.versions(true))
 	mux.Handle("/v1/leases", s.methods(map[string]handler{"GET": s.listLeases, "POST": s.createLease}))
+	mux.Handle("/v1/leases.ics", s.methods(map[string]handler{"GET": s.leasesCalendar}))
 	mux.Handle("/v1/leases/{id}", s.methods(map[string]handler{"GET": s.getLease, "PUT": s.updateLease, "DELETE": s.deleteLease}))
 	mux.Handle("/v1/os-hosts", s.methods(map[string]handler{"GET": s.listHosts, "POST": s.createHost}))
 	mux.Handle("/v1/os-hosts/allocations", s.methods(map[string]handler{"GET": s.listAllocations}))
@@ -172,6 +173,13 @@ func (s *Server) methods(byMethod map[string]handler) http.Handler {
 		}
 		if es, ok := body.(*eventStream); ok {
 			s.writeStream(w, r, es)
+			return
+		}
+		if rb, ok := body.(*rawBody); ok {
+			w.Header().Set("Content-Type", rb.contentType)
+			w.Header().Set("Content-Disposition", rb.disposition)
+			w.WriteHeader(status)
+			_, _ = w.Write(rb.data)
 			return
 		}
 		writeJSON(w, status, body)

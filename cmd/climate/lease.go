@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -26,7 +27,44 @@ func newLeaseCmd() *cobra.Command {
 	}
 	o := addClientFlags(cmd)
 	cmd.AddCommand(newLeaseListCmd(o), newLeaseShowCmd(o), newLeaseCreateCmd(o), newLeaseUpdateCmd(o),
-		newLeaseDeleteCmd(o), newLeaseWaitCmd(o))
+		newLeaseDeleteCmd(o), newLeaseWaitCmd(o), newLeaseCalendarCmd(o))
+	return cmd
+}
+
+func newLeaseCalendarCmd(o *clientOptions) *cobra.Command {
+	var q client.LeaseQuery
+	var file string
+	cmd := &cobra.Command{
+		Use:   "calendar [--file FILE]",
+		Short: "Export leases as an iCalendar file for calendar tools",
+		Long: `Write the leases you may list (the server's GET /v1/leases.ics) as an iCalendar
+(.ics) file, one event per lease over its window: to standard output, or to --file.
+Import it into a calendar tool, or subscribe to the URL with a client that can send
+the X-Auth-Token header.`,
+		Example: `  climate lease calendar > leases.ics
+  climate lease calendar --status ACTIVE,PENDING --file ~/leases.ics
+  climate lease calendar --project physics --file physics.ics   # admins`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := o.client(cmd)
+			if err != nil {
+				return err
+			}
+			cal, err := c.LeasesCalendar(cmd.Context(), q)
+			if err != nil {
+				return err
+			}
+			if file == "" {
+				_, err = cmd.OutOrStdout().Write(cal)
+				return err
+			}
+			return os.WriteFile(file, cal, 0o644)
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&q.Statuses, "status", nil, "only leases in these statuses (PENDING, ACTIVE, TERMINATED, …; comma-separated or repeated)")
+	f.StringVar(&q.ProjectID, "project", "", "only this project's leases (admins)")
+	f.StringVar(&file, "file", "", "write the calendar to this file instead of standard output")
 	return cmd
 }
 
