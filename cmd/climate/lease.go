@@ -299,7 +299,7 @@ func (lo *leaseCreateOptions) request(name string, now time.Time) (api.LeaseRequ
 	if !startNow {
 		req.StartDate, base = wireDate(start), start
 	}
-	end := base.Add(24 * time.Hour).UTC().Truncate(time.Second)
+	end := base.Add(24 * time.Hour).UTC().Truncate(time.Microsecond)
 	if lo.end != "" {
 		t, endNow, err := parseDate("end-date", lo.end, base)
 		if err != nil {
