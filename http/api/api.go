@@ -5,6 +5,7 @@ package api
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -407,11 +408,34 @@ func LeaseOf(l *climate.Lease) Lease {
 			Fields: builtin.Fields(&r),
 		})
 	}
-	for _, e := range l.Events {
+	// Events in time order (the store keeps them in no order): at one instant, as the
+	// engine runs them (eventOrder).
+	events := slices.Clone(l.Events)
+	slices.SortStableFunc(events, func(a, b climate.Event) int {
+		if c := a.Time.Compare(b.Time); c != 0 {
+			return c
+		}
+		return cmp.Compare(eventOrder(a.Type), eventOrder(b.Type))
+	})
+	for _, e := range events {
 		out.Events = append(out.Events, Event{
 			ID: e.ID, LeaseID: e.LeaseID, EventType: string(e.Type), Time: FormatTime(e.Time),
 			Status: string(e.Status), CreatedAt: FormatCreated(e.CreatedAt), UpdatedAt: FormatUpdated(e.UpdatedAt),
 		})
 	}
 	return out
+}
+
+// eventOrder ranks event types that share an instant: a heads-up before the start, the
+// start before what follows it, the end last.
+func eventOrder(t climate.EventType) int {
+	switch t {
+	case climate.EventBeforeStartLease:
+		return 0
+	case climate.EventStartLease:
+		return 1
+	case climate.EventEndLease, climate.EventRetryDeadline:
+		return 3
+	}
+	return 2
 }
