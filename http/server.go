@@ -3,6 +3,7 @@
 package http
 
 import (
+	"climate/buildinfo"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -314,7 +315,9 @@ func (s *Server) versions(v1Only bool) http.Handler {
 			"id": "v1.0", "status": "CURRENT", "min_version": "1.0", "max_version": "1.0",
 			"links": []map[string]string{{"href": base + "/v1", "rel": "self"}},
 		}}
-		writeJSON(w, http.StatusMultipleChoices, map[string]any{"versions": v})
+		// Climate's build beside Blazar's document, for clients that want to know which
+		// server they talk to (climate version); Blazar's clients read "versions" only.
+		writeJSON(w, http.StatusMultipleChoices, map[string]any{"versions": v, "climate": buildinfo.Get()})
 	})
 }
 

@@ -4,20 +4,20 @@
 package main
 
 import (
+	"climate/buildinfo"
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"climate/http/client"
 )
-
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "dev"
 
 func main() {
 	if err := newRootCmd().Execute(); err != nil {
@@ -47,6 +47,7 @@ the client config file.`,
   climate host create node-1 --extra gpu=true
   climate lease create train --reservation resource_type=physical:host,min=1,max=1 --end-date +2h
   climate lease list`,
+		Version:       buildinfo.Get().String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
@@ -61,6 +62,7 @@ the client config file.`,
 	})
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.AddCommand(newCompletionCmd())
+	root.SetVersionTemplate("climate {{.Version}}\n")
 	refuseUnknownSubcommands(root)
 	return root
 }
@@ -152,13 +154,49 @@ server (CLIMATE_URL / config file), so completion works best with a reachable se
 }
 
 func newVersionCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:     "version",
-		Short:   "Print the version of this binary",
-		Example: "  climate version",
+	cmd := &cobra.Command{
+		Use:   "version",
+		Short: "Print the version of this binary and of the server",
+		Long: `Print this binary's version, the commit and time it was built from and the Go that
+built it, then the same for the server at --url (or CLIMATE_URL, the config file) when
+it answers. An unreachable server is reported, not an error.`,
+		Example: "  climate version\n  climate version -o json\n  climate --version",
 		Args:    cobra.NoArgs,
-		Run: func(cmd *cobra.Command, _ []string) {
-			fmt.Fprintln(cmd.OutOrStdout(), "climate", version)
-		},
 	}
+	o := addClientFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		me := buildinfo.Get()
+		r := versionReport{Version: me.Version, Commit: me.Commit, Date: me.Date, Go: me.Go, Platform: me.Platform}
+		c, err := o.client(cmd)
+		if err != nil {
+			return err
+		}
+		r.Server = c.URL()
+		ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Second)
+		defer cancel()
+		switch srv, err := c.ServerBuild(ctx); {
+		case err != nil:
+			r.ServerError = err.Error()
+		case srv == nil:
+			r.ServerError = "the server answers Blazar's API but does not say which build it is (not Climate?)"
+		default:
+			r.ServerVersion, r.ServerCommit, r.ServerGo = srv.Version, srv.Commit, srv.Go
+		}
+		return o.out.printObject(cmd.OutOrStdout(), r)
+	}
+	return cmd
+}
+
+// versionReport is what climate version prints.
+type versionReport struct {
+	Version       string `json:"version"`
+	Commit        string `json:"commit"`
+	Date          string `json:"date"`
+	Go            string `json:"go"`
+	Platform      string `json:"platform"`
+	Server        string `json:"server"`
+	ServerVersion string `json:"server_version"`
+	ServerCommit  string `json:"server_commit"`
+	ServerGo      string `json:"server_go"`
+	ServerError   string `json:"server_error,omitempty"`
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"climate/buildinfo"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -496,7 +497,7 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 		if tlsConfig != nil {
 			srv.TLSConfig, scheme = tlsConfig, "https"
 		}
-		fmt.Fprintf(stdout, "Climate %s listening on %s://%s (auth: %s, role: %s)\n", version, scheme, ln.Addr(), o.auth, o.role)
+		fmt.Fprintf(stdout, "Climate %s listening on %s://%s (auth: %s, role: %s)\n", buildinfo.Version, scheme, ln.Addr(), o.auth, o.role)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -509,7 +510,7 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 			}
 		}()
 	} else {
-		fmt.Fprintf(stdout, "Climate %s event engine running (role: engine)\n", version)
+		fmt.Fprintf(stdout, "Climate %s event engine running (role: engine)\n", buildinfo.Version)
 	}
 	fmt.Fprintf(stdout, "Data: %s\n", path)
 

@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"strings"
 
+	"climate/buildinfo"
 	"climate/http/api"
 )
 
@@ -128,6 +129,16 @@ func answerError(resp *http.Response, data []byte, method, path string) *Error {
 		return &Error{Status: resp.StatusCode, Message: e.Message}
 	}
 	return &Error{Status: resp.StatusCode, Message: fmt.Sprintf("%s %s: server answered %s", method, path, resp.Status)}
+}
+
+// ServerBuild returns the server's build from its version document; nil when the server
+// does not say (a Blazar).
+func (c *Client) ServerBuild(ctx context.Context) (*buildinfo.Info, error) {
+	var doc struct {
+		Climate *buildinfo.Info `json:"climate"`
+	}
+	err := c.do(ctx, http.MethodGet, "/", nil, nil, &doc)
+	return doc.Climate, err
 }
 
 // LeaseQuery narrows ListLeases; empty fields match everything.

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"climate/buildinfo"
+	"climate/http/api"
+)
+
+// Issue 18 (3): a mistyped subcommand of any group fails with a suggestion, as the root
+// does; a group given nothing shows its help and succeeds.
+func TestUnknownSubcommandsFail(t *testing.T) {
+	_, _, err := runClimate(t, "lease", "lst")
+	if err == nil || !strings.Contains(err.Error(), `unknown command "lst" for "climate lease"`) || !strings.Contains(err.Error(), "Did you mean this?\n\tlist") {
+		t.Errorf("climate lease lst: %v", err)
+	}
+	var groups []*cobra.Command
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.HasParent() && c.HasSubCommands() {
+			groups = append(groups, c)
+		}
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	walk(newRootCmd())
+	if len(groups) < 10 {
+		t.Fatalf("found %d command groups", len(groups))
+	}
+	for _, g := range groups {
+		path := strings.Fields(g.CommandPath())[1:]
+		if _, _, err := runClimate(t, append(path, "no-such-thing")...); err == nil || !strings.Contains(err.Error(), "unknown command") {
+			t.Errorf("climate %s no-such-thing: %v, want an unknown-command error", strings.Join(path, " "), err)
+		}
+		if out, _, err := runClimate(t, path...); err != nil || !strings.Contains(out, "Available Commands") {
+			t.Errorf("climate %s: %v, want its help\n%s", strings.Join(path, " "), err, out)
+		}
+	}
+}
+
+// Issue 18 (5): +DURATION dates keep the microseconds: a lease from now to +3s lasts 3 s
+// less the request's own latency, not up to a second less.
+func TestRelativeDatesKeepPrecision(t *testing.T) {
+	c := newCLI(t, serveOptions{})
+	c.ok("host", "create", "n1")
+	l := c.leaseJSON("lease", "create", "quick", "--end-date", "+3s", "--reservation", "resource_type=physical:host,min=1,max=1")
+	start, err1 := api.ParseTime(l.StartDate)
+	end, err2 := api.ParseTime(l.EndDate)
+	if err1 != nil || err2 != nil || end.Sub(start) <= 2990*time.Millisecond || end.Sub(start) > 3*time.Second {
+		t.Errorf("lease from %s to %s (%v, %v): want 3 s less the latency", l.StartDate, l.EndDate, err1, err2)
+	}
+}
+
+// Issue 18 (6): lease show lists events by time, the start first.
+func TestLeaseShowListsEventsByTime(t *testing.T) {
+	c := newCLI(t, serveOptions{})
+	c.ok("host", "create", "n1")
+	for i := range 5 { // ids are random: an order by id shows up among five leases
+		name, day := fmt.Sprintf("l%d", i), fmt.Sprintf("2030-01-0%d", i+1)
+		c.ok("lease", "create", name, "--start-date", day+" 09:00", "--end-date", day+" 10:00", "--before-end-date", "-10m",
+			"--reservation", "resource_type=physical:host,min=1,max=1")
+		var types []string
+		for _, e := range c.leaseJSON("lease", "show", name).Events {
+			types = append(types, e.EventType)
+		}
+		if got := strings.Join(types, " "); got != "start_lease before_end_lease end_lease" {
+			t.Errorf("lease %s events %s; want start_lease before_end_lease end_lease", name, got)
+		}
+	}
+}
+
+// Issue 18 (7): climate version prints this build and the server's; --version works;
+// an unreachable server is reported, not an error.
+func TestVersion(t *testing.T) {
+	c := newCLI(t, serveOptions{})
+	var r versionReport
+	if err := json.Unmarshal([]byte(c.ok("version", "-o", "json")), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Version != buildinfo.Version || r.Go != runtime.Version() || r.Server != c.url || r.ServerVersion != buildinfo.Version || r.ServerGo != runtime.Version() || r.ServerError != "" {
+		t.Errorf("climate version -o json: %+v", r)
+	}
+	if out := c.ok("--version"); out != "climate "+buildinfo.Get().String()+"\n" {
+		t.Errorf("climate --version: %q", out)
+	}
+	out := c.ok("version", "--url", "http://127.0.0.1:1")
+	if !strings.Contains(out, "server_error") || !strings.Contains(out, "cannot reach Climate at http://127.0.0.1:1") {
+		t.Errorf("climate version against nothing:\n%s", out)
+	}
+}
