@@ -96,3 +96,24 @@ func TestVersion(t *testing.T) {
 		t.Errorf("climate version against nothing:\n%s", out)
 	}
 }
+
+// Issue 18 (14): host create and update take the built-in fields as flags; --extra refuses
+// them, naming the flag.
+func TestHostFieldFlags(t *testing.T) {
+	c := newCLI(t, serveOptions{})
+	var h api.Host
+	if err := json.Unmarshal([]byte(c.ok("host", "create", "n1", "--vcpus", "32", "--memory-mb", "131072", "--local-gb", "900",
+		"--hypervisor-type", "QEMU", "--availability-zone", "az1", "--extra", "gpu=true", "-o", "json")), &h); err != nil {
+		t.Fatal(err)
+	}
+	if h.VCPUs != 32 || h.MemoryMB != 131072 || h.LocalGB != 900 || h.HypervisorType != "QEMU" || h.AvailabilityZone != "az1" || h.Extra["gpu"] != "true" {
+		t.Errorf("host create with field flags: %+v", h)
+	}
+	c.fails("--extra vcpus=32: vcpus is a built-in host field, not an extra capability; set it with --vcpus", "host", "create", "n2", "--extra", "vcpus=32")
+	c.fails("set it with --memory-mb", "host", "update", "n1", "--extra", "memory_mb=1")
+	c.fails("cpu_info is a built-in host field the server sets", "host", "create", "n3", "--extra", "cpu_info=x")
+	if err := json.Unmarshal([]byte(c.ok("host", "update", "n1", "--vcpus", "64", "-o", "json")), &h); err != nil || h.VCPUs != 64 {
+		t.Errorf("host update --vcpus 64: %+v, %v", h, err)
+	}
+	c.ok("host", "update", "n1", "--extra", "reservable=false") // Blazar's way to take a host out
+}
