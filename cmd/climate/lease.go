@@ -374,10 +374,12 @@ func newLeaseUpdateCmd(o *clientOptions) *cobra.Command {
 		Short:   "Rename, move, extend or shorten a lease, or resize its reservations",
 		Long: `Change a lease. The end moves with --end-date, --prolong-for or --reduce-by; the start
 with --start-date, --defer-by or --advance-by (only before the lease starts). Durations
-are like 30m, 2h, 1d or 1d12h. --reservation changes one reservation, named by its id.`,
+are like 30m, 2h, 1d or 1d12h. --reservation changes one reservation, named by its id
+(not needed when the lease has only one).`,
 		Example: `  climate lease update train --prolong-for 2h
   climate lease update train --defer-by 1d --prolong-for 1d
   climate lease update train --name train-v2 --end-date "2030-01-08 18:00"
+  climate lease update train --reservation max=4                       # its only reservation
   climate lease update train --reservation id=RESERVATION_ID,max=4`,
 		Args:              exactArgs(1, "NAME|ID"),
 		ValidArgsFunction: completeLeases(o),
@@ -413,7 +415,7 @@ are like 30m, 2h, 1d or 1d12h. --reservation changes one reservation, named by i
 	f.StringVar(&uo.reduce, "reduce-by", "", "move the end earlier by this much")
 	f.StringVar(&uo.deferBy, "defer-by", "", "move the start later by this much")
 	f.StringVar(&uo.advance, "advance-by", "", "move the start earlier by this much")
-	f.StringArrayVar(&uo.reservations, "reservation", nil, "change a reservation: id=RESERVATION_ID,KEY=VALUE,… (hosts: min, max, hypervisor_properties, resource_properties; instances: amount, vcpus, memory_mb, disk_gb, affinity, resource_properties, flavor_id; floating IPs: amount, required_floatingips; repeatable)")
+	f.StringArrayVar(&uo.reservations, "reservation", nil, "change a reservation: [id=RESERVATION_ID,]KEY=VALUE,… (the id may be left out when the lease has one reservation) (hosts: min, max, hypervisor_properties, resource_properties; instances: amount, vcpus, memory_mb, disk_gb, affinity, resource_properties, flavor_id; floating IPs: amount, required_floatingips; repeatable)")
 	return cmd
 }
 
@@ -505,7 +507,12 @@ func (uo *leaseUpdateOptions) update(l *api.Lease) (api.LeaseUpdate, error) {
 			return u, err
 		}
 		if _, ok := r["id"]; !ok {
-			return u, fmt.Errorf("--reservation %q: id=RESERVATION_ID is required on update (see climate lease show %s)", s, l.Name)
+			// A lease's only reservation needs no naming.
+			if len(l.Reservations) != 1 {
+				return u, fmt.Errorf("--reservation %q: lease %s has %d reservations: name one with id=RESERVATION_ID (see climate lease show %s)",
+					s, l.Name, len(l.Reservations), l.Name)
+			}
+			r["id"] = l.Reservations[0].ID
 		}
 		u.Reservations = append(u.Reservations, r)
 	}

@@ -117,3 +117,20 @@ func TestHostFieldFlags(t *testing.T) {
 	}
 	c.ok("host", "update", "n1", "--extra", "reservable=false") // Blazar's way to take a host out
 }
+
+// Issue 18 (13): a lease's only reservation is updated without its id; a lease with two
+// needs one, and says so.
+func TestUpdateOnlyReservationWithoutID(t *testing.T) {
+	c := newCLI(t, serveOptions{})
+	for _, h := range []string{"n1", "n2", "n3"} {
+		c.ok("host", "create", h)
+	}
+	c.ok("lease", "create", "one", "--start-date", "2030-01-07 09:00", "--end-date", "2030-01-07 17:00", "--reservation", "resource_type=physical:host,min=1,max=1")
+	l := c.leaseJSON("lease", "update", "one", "--reservation", "max=3")
+	if n := l.Reservations[0].Fields["max"]; fmt.Sprint(n) != "3" {
+		t.Errorf("after --reservation max=3: max %v", n)
+	}
+	c.ok("lease", "create", "two", "--start-date", "2030-01-08 09:00", "--end-date", "2030-01-08 17:00",
+		"--reservation", "resource_type=physical:host,min=1,max=1", "--reservation", "resource_type=physical:host,min=1,max=1")
+	c.fails("lease two has 2 reservations: name one with id=RESERVATION_ID", "lease", "update", "two", "--reservation", "max=2")
+}
