@@ -474,7 +474,7 @@ func TestCLIConfigFile(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("server: x\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := runClimate(t, "host", "list", "--config", bad); err == nil || !strings.Contains(err.Error(), "want YAML with url: and token:") {
+	if _, _, err := runClimate(t, "host", "list", "--config", bad); err == nil || !strings.Contains(err.Error(), `line 1: unknown key "server" (the keys are url and token)`) {
 		t.Fatalf("bad config: %v", err)
 	}
 	if _, _, err := runClimate(t, "host", "list", "--config", filepath.Join(cfgHome, "missing.yaml")); err == nil || !strings.Contains(err.Error(), "config file") {

@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -133,4 +135,22 @@ func TestUpdateOnlyReservationWithoutID(t *testing.T) {
 	c.ok("lease", "create", "two", "--start-date", "2030-01-08 09:00", "--end-date", "2030-01-08 17:00",
 		"--reservation", "resource_type=physical:host,min=1,max=1", "--reservation", "resource_type=physical:host,min=1,max=1")
 	c.fails("lease two has 2 reservations: name one with id=RESERVATION_ID", "lease", "update", "two", "--reservation", "max=2")
+}
+
+// Issue 18 (15): a config file with an unknown key names the file, the line and the key.
+func TestConfigErrorsNameFileLineAndKey(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte("url: http://127.0.0.1:1\ntokn: s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := runClimate(t, "lease", "list", "--config", path)
+	if want := "config file " + path + `, line 2: unknown key "tokn" (the keys are url and token)`; err == nil || err.Error() != want {
+		t.Errorf("error %v; want %q", err, want)
+	}
+	if err := os.WriteFile(path, []byte("url: [unclosed\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := runClimate(t, "lease", "list", "--config", path); err == nil || !strings.Contains(err.Error(), "config file "+path+": ") || !strings.Contains(err.Error(), "line") {
+		t.Errorf("a file that is not YAML: %v", err)
+	}
 }
