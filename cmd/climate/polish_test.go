@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"climate/buildinfo"
 	"climate/http/api"
@@ -152,5 +153,29 @@ func TestConfigErrorsNameFileLineAndKey(t *testing.T) {
 	}
 	if _, _, err := runClimate(t, "lease", "list", "--config", path); err == nil || !strings.Contains(err.Error(), "config file "+path+": ") || !strings.Contains(err.Error(), "line") {
 		t.Errorf("a file that is not YAML: %v", err)
+	}
+}
+
+// Issue 18 (16): every command's help shows each flag's default once: no usage text that
+// states a default the flag's own "(default …)" repeats.
+func TestHelpShowsEachDefaultOnce(t *testing.T) {
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			shown := f.DefValue != "" && f.DefValue != "0" && f.DefValue != "false" && f.DefValue != "[]" && f.DefValue != "0s"
+			if shown && (strings.Contains(f.Usage, "default:") || strings.Contains(f.Usage, "(default") || strings.Contains(f.Usage, "the default is")) {
+				t.Errorf("%s --%s: %q states a default and help adds (default %s)", c.CommandPath(), f.Name, f.Usage, f.DefValue)
+			}
+		})
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	walk(newRootCmd())
+	out, _, err := runClimate(t, "serve", "--help")
+	for _, line := range strings.Split(out, "\n") {
+		if err != nil || strings.Count(line, "(default") > 1 {
+			t.Errorf("serve --help: %v %q", err, line)
+		}
 	}
 }

@@ -149,8 +149,10 @@ logged at most every 10 s, with counts.` + keystoneHelp,
 	return cmd
 }
 
+// addDataDirHelp says where the default --data-dir comes from; the default itself, as
+// found on this machine, is printed by the flag's help.
 func addDataDirHelp(cmd *cobra.Command) {
-	cmd.Flags().Lookup("data-dir").Usage += " (default: $XDG_DATA_HOME/climate or ~/.local/share/climate)"
+	cmd.Flags().Lookup("data-dir").Usage += "; $XDG_DATA_HOME/climate unless given, when XDG_DATA_HOME is set"
 }
 
 // defaultDataDir follows the XDG base directory convention.
