@@ -127,8 +127,40 @@ func (s *Server) Handler() http.Handler {
 		mux.Handle("/v1/flavors", s.methods(map[string]handler{"GET": s.listFlavors, "POST": s.createFlavor}))
 		mux.Handle("/v1/flavors/{id}", s.methods(map[string]handler{"GET": s.getFlavor, "DELETE": s.deleteFlavor}))
 	}
-	mux.Handle("/", s.methods(nil)) // unknown routes: 404 in Blazar's error shape
+	mux.Handle("/", s.unknownRoute(mux))
 	return s.middleware(mux)
+}
+
+// unsupportedRoutes are Blazar's v1 collections this server does not serve yet.
+var unsupportedRoutes = map[string]string{
+	"networks": "network reservations (Blazar's network plugin)",
+	"devices":  "device reservations (Blazar's device plugin)",
+}
+
+// unknownRoute answers a path no route serves with a 404 in Blazar's error shape that
+// says what may be meant: the same path under /v1 (a client pointed at the server's root
+// rather than its /v1 endpoint), or that a Blazar route is not supported by this server.
+func (s *Server) unknownRoute(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		msg := fmt.Sprintf("The resource %s could not be found.", r.URL.Path)
+		under := r.Clone(r.Context())
+		under.URL.Path = "/v1" + r.URL.Path
+		rest, inV1 := strings.CutPrefix(r.URL.Path, "/v1/")
+		if _, pattern := mux.Handler(under); !inV1 && pattern != "/" {
+			msg += fmt.Sprintf(" The API is under /v1: did you mean %s? (Give the endpoint as …/v1.)", under.URL.Path)
+		} else if what, ok := unsupportedRoutes[strings.SplitN(rest, "/", 2)[0]]; inV1 && ok {
+			msg = fmt.Sprintf("%s are not supported by this server: %s is one of Blazar's routes that Climate does not serve yet.", capitalize(what), r.URL.Path)
+		}
+		s.writeError(w, r, climate.Errorf(climate.CodeNotFound, "%s", msg))
+	})
+}
+
+// capitalize returns s with its first letter in upper case.
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 // handler is an API handler: it returns the status and body to send, or an error.
