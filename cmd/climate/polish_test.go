@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -177,5 +178,28 @@ func TestHelpShowsEachDefaultOnce(t *testing.T) {
 		if err != nil || strings.Count(line, "(default") > 1 {
 			t.Errorf("serve --help: %v %q", err, line)
 		}
+	}
+}
+
+// Issue 18 (1): lease show, allocation lists and dry runs name the hosts a lease holds.
+func TestHostNamesInLeasesAndAllocations(t *testing.T) {
+	c := newCLI(t, serveOptions{})
+	c.ok("host", "create", "compute-1")
+	c.ok("host", "create", "compute-2")
+	res := "resource_type=physical:host,min=2,max=2"
+	dry := c.leaseJSON("lease", "create", "try", "--start-date", "2030-01-07 09:00", "--end-date", "2030-01-07 17:00", "--reservation", res, "--dry-run")
+	l := c.leaseJSON("lease", "create", "gpu-training", "--start-date", "2030-01-07 09:00", "--end-date", "2030-01-07 17:00", "--reservation", res)
+	for what, got := range map[string][]string{"dry run": dry.Reservations[0].Hosts, "create": l.Reservations[0].Hosts,
+		"show": c.leaseJSON("lease", "show", "gpu-training").Reservations[0].Hosts} {
+		if slices.Sort(got); strings.Join(got, ",") != "compute-1,compute-2" {
+			t.Errorf("%s: hosts %v; want compute-1 and compute-2", what, got)
+		}
+	}
+	if out := c.ok("lease", "show", "gpu-training"); !strings.Contains(out, "hosts=compute-1,compute-2") && !strings.Contains(out, "hosts=compute-2,compute-1") {
+		t.Errorf("lease show table lacks the hosts:\n%s", out)
+	}
+	hosts := strings.Fields(c.ok("allocation", "list", "--lease", "gpu-training", "-o", "value", "-c", "host"))
+	if slices.Sort(hosts); strings.Join(hosts, ",") != "compute-1,compute-2" {
+		t.Errorf("allocation list -c host: %v", hosts)
 	}
 }

@@ -99,8 +99,10 @@ type Reservation struct {
 	ResourcesChanged bool    `json:"resources_changed"`
 	CreatedAt        string  `json:"created_at"`
 	UpdatedAt        *string `json:"updated_at"`
-	// Hosts is Climate's extension on dry runs: what would be allocated.
-	Hosts []string `json:"hosts,omitempty"`
+	// Hosts and FloatingIPs are Climate's extension: the hosts (by hypervisor hostname) and
+	// floating IPs (by address) the reservation holds, or on a dry run would.
+	Hosts       []string `json:"hosts,omitempty"`
+	FloatingIPs []string `json:"floatingips,omitempty"`
 	// Fields are the keys of the reservation's type (min and max, amount and vcpus, …),
 	// shown beside the common ones as Blazar shows them.
 	Fields map[string]any `json:"-"`
@@ -138,7 +140,7 @@ func (r *Reservation) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	for _, k := range []string{"id", "lease_id", "resource_id", "resource_type", "status", "missing_resources",
-		"resources_changed", "created_at", "updated_at", "hosts"} {
+		"resources_changed", "created_at", "updated_at", "hosts", "floatingips"} {
 		delete(all, k)
 	}
 	*r = Reservation(common)
@@ -199,7 +201,9 @@ type LeaseUpdate struct {
 
 // Allocation lists the reservations holding one host.
 type Allocation struct {
-	ResourceID   string                 `json:"resource_id"`
+	ResourceID string `json:"resource_id"`
+	// ResourceName is Climate's extension: the host's hypervisor hostname.
+	ResourceName string                 `json:"resource_name,omitempty"`
 	Reservations []AllocatedReservation `json:"reservations"`
 }
 
@@ -424,6 +428,35 @@ func LeaseOf(l *climate.Lease) Lease {
 		})
 	}
 	return out
+}
+
+// NameResources fills out's Hosts and FloatingIPs, l's reservations' resources by name
+// (hosts and addresses map their ids to names; an id in neither is shown as it is, under
+// hosts), each once, in allocation order.
+func NameResources(out *Lease, l *climate.Lease, hosts, addresses map[string]string) {
+	for i, r := range l.Reservations {
+		if i >= len(out.Reservations) {
+			return
+		}
+		o := &out.Reservations[i]
+		o.Hosts, o.FloatingIPs = nil, nil
+		for _, a := range r.Allocations {
+			if addr, ok := addresses[a.ResourceID]; ok {
+				o.FloatingIPs = appendOnce(o.FloatingIPs, addr)
+			} else if name, ok := hosts[a.ResourceID]; ok {
+				o.Hosts = appendOnce(o.Hosts, name)
+			} else {
+				o.Hosts = appendOnce(o.Hosts, a.ResourceID)
+			}
+		}
+	}
+}
+
+func appendOnce(list []string, s string) []string {
+	if slices.Contains(list, s) {
+		return list
+	}
+	return append(list, s)
 }
 
 // eventOrder ranks event types that share an instant: a heads-up before the start, the
