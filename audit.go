@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"reflect"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 )
@@ -117,6 +118,9 @@ func RequestIDFrom(ctx context.Context) string {
 	return id
 }
 
+// maxAuditReason bounds an entry's reason (a driver's error may be long).
+const maxAuditReason = 1024
+
 // secretKeys are summary keys never written to the trail, whatever a caller passes.
 var secretKeys = []string{"secret", "token", "trust_id", "password"}
 
@@ -140,6 +144,9 @@ func Audit(ctx context.Context, tx Tx, by Auditor, action string, target AuditTa
 		Time: now.UTC().Truncate(time.Microsecond), Actor: AuditActorUser, ActorUserID: by.UserID, ActorProjectID: by.ProjectID,
 		RequestID: RequestIDFrom(ctx), Action: action, Reason: by.Reason,
 		TargetType: target.Type, TargetID: target.ID, LeaseID: target.LeaseID, HostID: target.HostID, ProjectID: target.ProjectID,
+	}
+	if len(e.Reason) > maxAuditReason {
+		e.Reason = e.Reason[:maxAuditReason] + "…"
 	}
 	if by.System {
 		e.Actor, e.ActorUserID, e.ActorProjectID = AuditActorSystem, "", ""
@@ -187,4 +194,65 @@ func AuditURL(s string) string {
 	}
 	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
 	return u.String()
+}
+
+// AuditTime is a time as the audit trail's summaries show it (nil when zero).
+func AuditTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// LeaseAuditTarget is a lease as the audit trail names it.
+func LeaseAuditTarget(l *Lease) AuditTarget {
+	return AuditTarget{Type: "lease", ID: l.ID, LeaseID: l.ID, ProjectID: l.ProjectID}
+}
+
+// LeaseAuditSummary is what the audit trail shows of a lease: its dates, status and what it
+// holds, not the whole lease (and never its trust id). nil for nil.
+func LeaseAuditSummary(l *Lease) map[string]any {
+	if l == nil {
+		return nil
+	}
+	s := map[string]any{
+		"name": l.Name, "status": string(l.Status), "start_date": AuditTime(l.Start), "end_date": AuditTime(l.End),
+		"degraded": l.Degraded,
+	}
+	if l.Type != "" {
+		s["lease_type"] = string(l.Type)
+	}
+	if l.Preemptible {
+		s["preemptible"] = true
+	}
+	held := map[string]bool{}
+	var rs []any
+	for _, r := range l.Reservations {
+		rr := map[string]any{"id": r.ID, "resource_type": r.ResourceType, "status": string(r.Status)}
+		if r.Min != 0 || r.Max != 0 {
+			rr["min"], rr["max"] = r.Min, r.Max
+		}
+		if r.Amount != 0 {
+			rr["amount"] = r.Amount
+		}
+		if r.MissingResources {
+			rr["missing_resources"] = true
+		}
+		rs = append(rs, rr)
+		for _, a := range r.Allocations {
+			held[a.ResourceID] = true
+		}
+	}
+	s["reservations"] = rs
+	s["resources"] = sortedKeys(held)
+	return s
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

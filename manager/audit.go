@@ -4,9 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
-	"sort"
 	"strconv"
-	"time"
 
 	"climate"
 )
@@ -25,65 +23,6 @@ const (
 // audit records a change in tx: one implementation, climate.Audit, for every write path.
 func (m *Manager) audit(ctx context.Context, tx climate.Tx, by climate.Auditor, action string, target climate.AuditTarget, before, after map[string]any) error {
 	return climate.Audit(ctx, tx, by, action, target, before, after, m.now())
-}
-
-func auditTime(t time.Time) any {
-	if t.IsZero() {
-		return nil
-	}
-	return t.UTC().Format(time.RFC3339)
-}
-
-func leaseAuditTarget(l *climate.Lease) climate.AuditTarget {
-	return climate.AuditTarget{Type: "lease", ID: l.ID, LeaseID: l.ID, ProjectID: l.ProjectID}
-}
-
-// leaseSummary is what the audit trail shows of a lease: its dates, status and what it
-// holds, not the whole lease (and never its trust id). nil for nil.
-func leaseSummary(l *climate.Lease) map[string]any {
-	if l == nil {
-		return nil
-	}
-	s := map[string]any{
-		"name": l.Name, "status": string(l.Status), "start_date": auditTime(l.Start), "end_date": auditTime(l.End),
-		"degraded": l.Degraded,
-	}
-	if l.Type != "" {
-		s["lease_type"] = string(l.Type)
-	}
-	if l.Preemptible {
-		s["preemptible"] = true
-	}
-	held := map[string]bool{}
-	var rs []any
-	for _, r := range l.Reservations {
-		rr := map[string]any{"id": r.ID, "resource_type": r.ResourceType, "status": string(r.Status)}
-		if r.Min != 0 || r.Max != 0 {
-			rr["min"], rr["max"] = r.Min, r.Max
-		}
-		if r.Amount != 0 {
-			rr["amount"] = r.Amount
-		}
-		if r.MissingResources {
-			rr["missing_resources"] = true
-		}
-		rs = append(rs, rr)
-		for _, a := range r.Allocations {
-			held[a.ResourceID] = true
-		}
-	}
-	s["reservations"] = rs
-	s["resources"] = sortedKeys(held)
-	return s
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func hostAuditTarget(h *climate.Host) climate.AuditTarget {
@@ -113,7 +52,7 @@ func maintenanceAuditTarget(w *climate.Maintenance) climate.AuditTarget {
 }
 
 func maintenanceSummary(w *climate.Maintenance) map[string]any {
-	return map[string]any{"host_id": w.HostID, "start": auditTime(w.Start), "end": auditTime(w.End), "reason": w.Reason}
+	return map[string]any{"host_id": w.HostID, "start": climate.AuditTime(w.Start), "end": climate.AuditTime(w.End), "reason": w.Reason}
 }
 
 func floatingIPSummary(f *climate.FloatingIP) map[string]any {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -233,5 +234,24 @@ func TestAuditSystemChanges(t *testing.T) {
 	healed := hs[2]
 	if healed.LeaseID != w.ID || healed.Reason == "" || len(keys(decode(t, healed.Before))) == 0 {
 		t.Errorf("healing entry: %+v", healed)
+	}
+}
+
+// A preemption cut is recorded on the preemptible lease as the service's, naming the
+// lease that took the host back, with the dates it moved.
+func TestAuditPreemptionCut(t *testing.T) {
+	m, _, _, _ := preemptSetup(t, 0, 1)
+	p := mustCreate(t, m, preemptible("sweep", 0, 10*time.Hour, "", 1, 1))
+	r := mustCreate(t, m, lease("reserved", 4*time.Hour, 6*time.Hour, 1))
+	es := auditOf(t, m, climate.AuditQuery{LeaseID: p.ID})
+	if len(es) != 2 || es[1].Action != "lease.preempted" || es[1].Actor != climate.AuditActorSystem || !strings.Contains(es[1].Reason, r.ID) {
+		t.Fatalf("preemptible lease's entries %+v", es)
+	}
+	before, after := decode(t, es[1].Before), decode(t, es[1].After)
+	if before["end_date"] != t0.Add(10*time.Hour).Format(time.RFC3339) || after["end_date"] != t0.Add(4*time.Hour).Format(time.RFC3339) {
+		t.Errorf("cut: before %v, after %v", before, after)
+	}
+	if _, ok := after["name"]; ok {
+		t.Errorf("unchanged fields in the summary: %v", after)
 	}
 }

@@ -459,11 +459,11 @@ func (m *Manager) writeHealing(ctx context.Context, tx climate.Tx, ch maintenanc
 		if w.why != nil {
 			reason += ": " + w.why.Error()
 		}
-		target := leaseAuditTarget(w.after)
+		target := climate.LeaseAuditTarget(w.after)
 		if win := ch.window(); win != nil {
 			target.HostID = win.HostID
 		}
-		if err := m.audit(ctx, tx, climate.BySystem(reason), w.event, target, leaseSummary(w.before), leaseSummary(w.after)); err != nil {
+		if err := m.audit(ctx, tx, climate.BySystem(reason), w.event, target, climate.LeaseAuditSummary(w.before), climate.LeaseAuditSummary(w.after)); err != nil {
 			return err
 		}
 		if err := notify.Add(ctx, tx, w.event, w.after, w.why, now); err != nil {

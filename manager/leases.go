@@ -145,7 +145,7 @@ func (m *Manager) CreateLease(ctx context.Context, who climate.Identity, req cli
 		if err := tx.InsertLease(ctx, l); err != nil {
 			return err
 		}
-		if err := m.audit(ctx, tx, climate.ByUser(who), auditLeaseCreate, leaseAuditTarget(l), nil, leaseSummary(l)); err != nil {
+		if err := m.audit(ctx, tx, climate.ByUser(who), auditLeaseCreate, climate.LeaseAuditTarget(l), nil, climate.LeaseAuditSummary(l)); err != nil {
 			return err
 		}
 		return notify.Add(ctx, tx, climate.NotifyLeaseCreate, l, nil, now)
@@ -588,7 +588,7 @@ func (m *Manager) commitUpdate(ctx context.Context, who climate.Identity, cur, l
 		if err := tx.UpdateLease(ctx, l); err != nil {
 			return err
 		}
-		if err := m.audit(ctx, tx, climate.ByUser(who), auditLeaseUpdate, leaseAuditTarget(l), leaseSummary(now), leaseSummary(l)); err != nil {
+		if err := m.audit(ctx, tx, climate.ByUser(who), auditLeaseUpdate, climate.LeaseAuditTarget(l), climate.LeaseAuditSummary(now), climate.LeaseAuditSummary(l)); err != nil {
 			return err
 		}
 		return notify.Add(ctx, tx, climate.NotifyLeaseUpdate, l, nil, l.UpdatedAt)
@@ -628,7 +628,7 @@ func (m *Manager) DeleteLease(ctx context.Context, who climate.Identity, id stri
 		if err := tx.DeleteLease(ctx, id); err != nil {
 			return err
 		}
-		if err := m.audit(ctx, tx, climate.ByUser(who), auditLeaseDelete, leaseAuditTarget(l), leaseSummary(l), nil); err != nil {
+		if err := m.audit(ctx, tx, climate.ByUser(who), auditLeaseDelete, climate.LeaseAuditTarget(l), climate.LeaseAuditSummary(l), nil); err != nil {
 			return err
 		}
 		return notify.Add(ctx, tx, climate.NotifyLeaseDelete, l, nil, m.now())

@@ -260,7 +260,7 @@ func (m *Manager) writeCuts(ctx context.Context, tx climate.Tx, by *climate.Leas
 			return err
 		}
 		reason := "resources taken back for lease " + by.ID + " (on_preempt " + string(p.OnPreempt) + ")"
-		if err := m.audit(ctx, tx, climate.BySystem(reason), auditLeasePreempted, leaseAuditTarget(p), leaseSummary(before), leaseSummary(p)); err != nil {
+		if err := m.audit(ctx, tx, climate.BySystem(reason), auditLeasePreempted, climate.LeaseAuditTarget(p), climate.LeaseAuditSummary(before), climate.LeaseAuditSummary(p)); err != nil {
 			return err
 		}
 		if err := notify.Add(ctx, tx, climate.NotifyLeaseUpdate, p, nil, now); err != nil {

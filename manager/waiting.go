@@ -77,7 +77,7 @@ func (m *Manager) insertWaiting(ctx context.Context, who climate.Identity, l *cl
 		if err := tx.InsertLease(ctx, l); err != nil {
 			return err
 		}
-		if err := m.audit(ctx, tx, climate.ByUser(who), auditLeaseCreate, leaseAuditTarget(l), nil, leaseSummary(l)); err != nil {
+		if err := m.audit(ctx, tx, climate.ByUser(who), auditLeaseCreate, climate.LeaseAuditTarget(l), nil, climate.LeaseAuditSummary(l)); err != nil {
 			return err
 		}
 		return notify.Add(ctx, tx, climate.NotifyLeaseCreate, l, nil, now)
@@ -280,14 +280,14 @@ func (m *Manager) countRetries(ctx context.Context, ids []string, now time.Time)
 				}
 				continue
 			}
-			before := leaseSummary(l)
+			before := climate.LeaseAuditSummary(l)
 			giveUp(l, now)
 			gaveUp++
 			if err := tx.UpdateLease(ctx, l); err != nil {
 				return err
 			}
 			why := fmt.Errorf("gave up after %d re-plans that did not fit (max_retries)", l.Retries)
-			if err := m.audit(ctx, tx, climate.BySystem(why.Error()), auditLeaseGaveUp, leaseAuditTarget(l), before, leaseSummary(l)); err != nil {
+			if err := m.audit(ctx, tx, climate.BySystem(why.Error()), auditLeaseGaveUp, climate.LeaseAuditTarget(l), before, climate.LeaseAuditSummary(l)); err != nil {
 				return err
 			}
 			if err := notify.Add(ctx, tx, climate.NotifyEvent(climate.EventRetryDeadline), l, why, now); err != nil {
@@ -441,7 +441,7 @@ func (m *Manager) bookWaiting(ctx context.Context, w *climate.Lease, start time.
 		if err := tx.UpdateLease(ctx, l); err != nil {
 			return err
 		}
-		if err := m.audit(ctx, tx, climate.BySystem("a waiting lease fits: booked"), auditLeaseBooked, leaseAuditTarget(l), leaseSummary(cur), leaseSummary(l)); err != nil {
+		if err := m.audit(ctx, tx, climate.BySystem("a waiting lease fits: booked"), auditLeaseBooked, climate.LeaseAuditTarget(l), climate.LeaseAuditSummary(cur), climate.LeaseAuditSummary(l)); err != nil {
 			return err
 		}
 		return notify.Add(ctx, tx, climate.NotifyLeaseUpdate, l, nil, now)
