@@ -115,6 +115,10 @@ func (s *Server) Handler() http.Handler {
 	if s.Notifications != nil {
 		mux.Handle("/v1/events/stream", s.methods(map[string]handler{"GET": s.streamEvents}))
 	}
+	if s.audit() != nil {
+		// Read-only: the trail is written by the changes it records, never through the API.
+		mux.Handle("/v1/audit", s.methods(map[string]handler{"GET": s.listAudit}))
+	}
 	if s.Webhooks != nil {
 		mux.Handle("/v1/webhooks", s.methods(map[string]handler{"GET": s.listWebhooks, "POST": s.createWebhook}))
 		mux.Handle("/v1/webhooks/{id}", s.methods(map[string]handler{"GET": s.getWebhook, "PUT": s.updateWebhook, "DELETE": s.deleteWebhook}))
@@ -127,10 +131,6 @@ func (s *Server) Handler() http.Handler {
 	if s.Flavors != nil {
 		mux.Handle("/v1/flavors", s.methods(map[string]handler{"GET": s.listFlavors, "POST": s.createFlavor}))
 		mux.Handle("/v1/flavors/{id}", s.methods(map[string]handler{"GET": s.getFlavor, "DELETE": s.deleteFlavor}))
-	}
-	if s.audit() != nil {
-		// Read-only: the trail is written by the changes it records, never through the API.
-		mux.Handle("/v1/audit", s.methods(map[string]handler{"GET": s.listAudit}))
 	}
 	mux.Handle("/", s.methods(nil)) // unknown routes: 404 in Blazar's error shape
 	return s.middleware(mux)
