@@ -130,6 +130,8 @@ func testAudit(t *testing.T, e *env) {
 		checkError(t, e.do(call{method: "GET", path: "/v1/audit?since=yesterday"}), 400, "since")
 		checkError(t, e.do(call{method: "GET", path: "/v1/audit?lease=x"}), 400, "lease")
 		checkError(t, e.do(call{method: "GET", path: "/v1/audit?limit=0"}), 400, "limit")
+		checkError(t, e.do(call{method: "GET", path: "/v1/audit?since=2026-11-21T11:00:00Z&until=2026-11-21T10:00:00Z"}), 400, "until must be later than since")
+		checkError(t, e.do(call{method: "GET", path: "/v1/audit?marker=nope"}), 400, "marker nope not found")
 	})
 	t.Run("pages", func(t *testing.T) {
 		var got []api.AuditEntry
