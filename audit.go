@@ -146,7 +146,8 @@ func Audit(ctx context.Context, tx Tx, by Auditor, action string, target AuditTa
 		TargetType: target.Type, TargetID: target.ID, LeaseID: target.LeaseID, HostID: target.HostID, ProjectID: target.ProjectID,
 	}
 	if len(e.Reason) > maxAuditReason {
-		e.Reason = e.Reason[:maxAuditReason] + "…"
+		// Cut at a character boundary: PostgreSQL refuses invalid UTF-8.
+		e.Reason = strings.ToValidUTF8(e.Reason[:maxAuditReason], "") + "…"
 	}
 	if by.System {
 		e.Actor, e.ActorUserID, e.ActorProjectID = AuditActorSystem, "", ""
