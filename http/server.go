@@ -55,6 +55,9 @@ type Server struct {
 	// /v1/os-hosts/…/maintenances); nil: Hosts, when it offers them, else they are left
 	// out (404).
 	Maintenances climate.MaintenanceService
+	// Audit serves the audit trail, GET /v1/audit (Climate's extension); nil: Hosts,
+	// when it offers it, else it is left out (404).
+	Audit climate.AuditService
 }
 
 func (s *Server) now() time.Time {
@@ -113,6 +116,10 @@ func (s *Server) Handler() http.Handler {
 	}
 	if s.Notifications != nil {
 		mux.Handle("/v1/events/stream", s.methods(map[string]handler{"GET": s.streamEvents}))
+	}
+	if s.audit() != nil {
+		// Read-only: the trail is written by the changes it records, never through the API.
+		mux.Handle("/v1/audit", s.methods(map[string]handler{"GET": s.listAudit}))
 	}
 	if s.Webhooks != nil {
 		mux.Handle("/v1/webhooks", s.methods(map[string]handler{"GET": s.listWebhooks, "POST": s.createWebhook}))
@@ -271,6 +278,7 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 			}
 		}
 		r.Body = http.MaxBytesReader(rec, r.Body, MaxBodyBytes)
+		r = r.WithContext(climate.WithRequestID(r.Context(), reqID)) // the audit trail records it
 		if uncleanPath(r.URL.Path) {
 			// ServeMux would redirect these with an HTML body; answer in the API's shape.
 			s.writeError(rec, r, climate.Errorf(climate.CodeNotFound, "The resource %s could not be found.", r.URL.Path))

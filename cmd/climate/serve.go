@@ -489,7 +489,7 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 		runHub(ctx, &wg, hub, pg, runEngine && onPostgres)
 		webhooks := &webhook.Service{Store: st, Clock: clk, Guard: webhook.Guard{AllowPrivate: o.notify.webhook.allowPrivate}, Sender: hooks, Notified: notified, Policy: pol}
 		api := &climatehttp.Server{Leases: mgr, Hosts: mgr, Availability: mgr, Auth: auth, Logger: log, CrossOrigin: origins, Notifications: hub, Webhooks: webhooks,
-			FloatingIPs: mgr, Flavors: mgr}
+			FloatingIPs: mgr, Flavors: mgr, Audit: mgr}
 		var limited net.Listener
 		srv, limited = climatehttp.NewHTTPServer(api.Handler(), ln, limits, log)
 		log.Info("connection limits", "max_connections", limits.MaxConnections, "max_connections_per_client", limits.MaxConnectionsPerClient,
