@@ -103,9 +103,15 @@ func envName(flag string) string {
 func bindEnv(flags *pflag.FlagSet) error {
 	clientCmd := false
 	flags.VisitAll(func(f *pflag.Flag) { clientCmd = clientCmd || f.Annotations[envFlag] != nil })
+	aliased := map[string]bool{} // flags given on the command line by another name
+	flags.VisitAll(func(f *pflag.Flag) {
+		if a := f.Annotations[aliasOf]; len(a) > 0 && f.Changed {
+			aliased[a[0]] = true
+		}
+	})
 	var err error
 	flags.VisitAll(func(f *pflag.Flag) {
-		if err != nil || f.Changed || f.Name == "help" || (clientCmd && f.Annotations[envFlag] == nil) {
+		if err != nil || f.Changed || aliased[f.Name] || f.Annotations[aliasOf] != nil || f.Name == "help" || (clientCmd && f.Annotations[envFlag] == nil) {
 			return
 		}
 		if v, ok := os.LookupEnv(envName(f.Name)); ok {

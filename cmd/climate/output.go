@@ -11,12 +11,14 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
 )
 
 // outputOptions are the flags every client command shares for printing results.
 type outputOptions struct {
-	format   string   // table, json, yaml or value
+	format   string   // table, json, yaml or value (check turns wide into table with wide set)
+	wide     bool     // -o wide: tables with every field
 	columns  []string // --column: fields to print, in this order
 	sortBy   string   // --sort-by: list rows ordered by this field
 	reverse  bool     // --reverse: descending order
@@ -25,19 +27,36 @@ type outputOptions struct {
 
 func (o *outputOptions) addFlags(cmd *cobra.Command) {
 	f := cmd.PersistentFlags()
-	f.StringVarP(&o.format, "output", "o", "table", "output format: table, json, yaml or value (bare values, one row per line, for scripts)")
+	f.StringVarP(&o.format, "output", "o", "table", "output format: table, wide (a table with every field), json, yaml or value (bare values, one row per line, for scripts)")
+	addFormatAlias(f, "output")
 	f.StringSliceVarP(&o.columns, "column", "c", nil, "fields to print, e.g. -c id,name or -c id -c status (default: a summary in lists, everything in show)")
 	f.StringVar(&o.sortBy, "sort-by", "", "sort lists by this field (e.g. name, start_date)")
 	f.BoolVar(&o.reverse, "reverse", false, "sort lists in descending order")
 	f.BoolVar(&o.noHeader, "no-headers", false, "print tables without the header line")
 }
 
+// addFormatAlias adds -f/--format, OpenStack's name for the output format, as an alias of
+// the flag named output (-o): both set the same value, the last given wins. The alias has
+// no environment variable of its own (CLIMATE_OUTPUT sets both), and a command line's -f
+// wins over CLIMATE_OUTPUT as -o does (see bindEnv).
+func addFormatAlias(f *pflag.FlagSet, output string) {
+	o := f.Lookup(output)
+	f.VarP(o.Value, "format", "f", "the same as --"+output+" (OpenStack's name)")
+	_ = f.SetAnnotation("format", aliasOf, []string{output})
+}
+
+// aliasOf annotates a flag that is another name for the flag it names.
+const aliasOf = "climate-alias-of"
+
 func (o *outputOptions) check() error {
 	switch o.format {
 	case "table", "json", "yaml", "value":
 		return nil
+	case "wide":
+		o.format, o.wide = "table", true
+		return nil
 	}
-	return fmt.Errorf("--output %q: want table, json, yaml or value", o.format)
+	return fmt.Errorf("--output/--format %q: want table, wide, json, yaml or value", o.format)
 }
 
 // field is one key of a record with its decoded JSON value.
@@ -186,6 +205,9 @@ func (o *outputOptions) printList(w io.Writer, items any, def []string) error {
 	}
 	if len(known) == 0 {
 		known = def
+	}
+	if o.wide {
+		def = known
 	}
 	cols, err := o.selectColumns(known, def)
 	if err != nil {
