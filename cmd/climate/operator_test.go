@@ -92,3 +92,35 @@ func allCommands(cmd *cobra.Command) []*cobra.Command {
 	}
 	return out
 }
+
+// Issue 18 (9): --no-headers leaves only the rows: no header line, no count, title or
+// "nothing found" line before or after the table.
+func TestNoHeadersMeansNoHeaders(t *testing.T) {
+	c := newCLI(t, serveOptions{})
+	c.ok("host", "create", "n1")
+	c.ok("host", "create", "n2")
+	c.ok("host", "create", "n3")
+	out := c.ok("availability", "timeline", "--from", "now", "--to", "+1d", "--step", "6h", "--no-headers")
+	rows := lines(out)
+	if len(rows) != 4 {
+		t.Errorf("timeline --no-headers: want 4 rows:\n%s", out)
+	}
+	for _, r := range rows {
+		if len(r) != 3 || r[2] != "3" {
+			t.Errorf("timeline --no-headers: a line that is not a row: %q\n%s", r, out)
+		}
+	}
+	if out := c.ok("availability", "timeline", "--from", "now", "--to", "+1d", "--step", "6h"); !strings.HasPrefix(out, "3 matching hosts\nSTART DATE") {
+		t.Errorf("timeline:\n%s", out)
+	}
+	if out := c.ok("availability", "earliest", "--count", "4", "--duration", "1h", "--no-headers"); out != "" {
+		t.Errorf("earliest --no-headers, nothing found: %q", out)
+	}
+	c.ok("lease", "create", "l", "--reservation", "resource_type=physical:host,min=3,max=3", "--start-date", "+1h", "--end-date", "+2h")
+	for _, host := range []string{"n1", "n2"} { // n1 held by the lease, healed; n2 then nothing to heal
+		out := c.ok("host", "maintenance", "add", host, "--end", "+3h", "--no-headers")
+		if strings.Contains(out, "Reservations holding") || strings.Contains(out, "No reservation") || strings.Contains(out, "\n\n") || strings.Contains(out, "FIELD") {
+			t.Errorf("maintenance add %s --no-headers:\n%s", host, out)
+		}
+	}
+}

@@ -32,7 +32,7 @@ func (o *outputOptions) addFlags(cmd *cobra.Command) {
 	f.StringSliceVarP(&o.columns, "column", "c", nil, "fields to print, e.g. -c id,name or -c id -c status (default: a summary in lists, everything in show)")
 	f.StringVar(&o.sortBy, "sort-by", "", "sort lists by this field (e.g. name, start_date)")
 	f.BoolVar(&o.reverse, "reverse", false, "sort lists in descending order")
-	f.BoolVar(&o.noHeader, "no-headers", false, "print tables without the header line")
+	f.BoolVar(&o.noHeader, "no-headers", false, "print only the table's rows: no header line, nor the count or title lines around some tables")
 }
 
 // addFormatAlias adds -f/--format, OpenStack's name for the output format, as an alias of
