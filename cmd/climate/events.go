@@ -16,7 +16,6 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"climate/http/api"
 	"climate/http/client"
@@ -181,10 +180,7 @@ func (p *eventPrinter) print(n api.Notification) error {
 		_, err = fmt.Fprintf(p.w, "%s\n", b)
 		return err
 	case "yaml":
-		b, err := json.Marshal(n)
-		if err == nil {
-			b, err = yaml.JSONToYAML(b)
-		}
+		b, err := yamlBytes(n)
 		if err != nil {
 			return err
 		}

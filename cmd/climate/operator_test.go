@@ -1,9 +1,12 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
+	yaml3 "go.yaml.in/yaml/v3"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -123,4 +126,109 @@ func TestNoHeadersMeansNoHeaders(t *testing.T) {
 			t.Errorf("maintenance add %s --no-headers:\n%s", host, out)
 		}
 	}
+}
+
+// Issue 18 (10): YAML keeps the API's key order, as JSON and tables do, quotes every date
+// the same way, and says the same as JSON.
+func TestYAMLKeepsOrder(t *testing.T) {
+	c := newCLI(t, serveOptions{})
+	c.ok("host", "create", "n1", "--extra", "gpu=true")
+	c.ok("lease", "create", "l", "--start-date", "2030-01-01 09:00", "--end-date", "2030-01-01 10:00",
+		"--reservation", "resource_type=physical:host,min=1,max=1")
+	for _, args := range [][]string{{"lease", "show", "l"}, {"lease", "list"}, {"host", "show", "n1"}, {"host", "list"},
+		{"allocation", "list"}, {"availability", "timeline", "--from", "2030-01-01 08:00", "--to", "2030-01-01 12:00"}} {
+		js := c.ok(append(args, "-o", "json")...)
+		ym := c.ok(append(args, "-o", "yaml")...)
+		var fromJSON, fromYAML any
+		if err := json.Unmarshal([]byte(js), &fromJSON); err != nil {
+			t.Fatal(err)
+		}
+		if err := yaml3.Unmarshal([]byte(ym), &fromYAML); err != nil {
+			t.Fatalf("%s -o yaml: %v\n%s", strings.Join(args, " "), err, ym)
+		}
+		if a, b := fmt.Sprint(normalizeNumbers(fromJSON)), fmt.Sprint(normalizeNumbers(fromYAML)); a != b {
+			t.Errorf("%s: YAML and JSON differ:\n%s\n%s", strings.Join(args, " "), a, b)
+		}
+		if a, b := jsonKeyOrder(t, js), yamlKeyOrder(t, ym); a != b {
+			t.Errorf("%s -o yaml: keys in order\n%s\nwant JSON's\n%s\n%s", strings.Join(args, " "), b, a, ym)
+		}
+		for _, line := range strings.Split(ym, "\n") {
+			if strings.Contains(line, "2030-01-01") && !strings.Contains(line, `"2030-01-01`) {
+				t.Errorf("%s -o yaml: an unquoted date: %q", strings.Join(args, " "), line)
+			}
+		}
+	}
+	ym := c.ok("lease", "show", "l", "-o", "yaml")
+	if !strings.HasPrefix(ym, "id: ") || !strings.Contains(ym, "\nname: l\nstart_date: \"2030-01-01T09:00:00.000000\"\nend_date: \"2030-01-01T10:00:00.000000\"\nstatus: PENDING\n") {
+		t.Errorf("lease show -o yaml:\n%s", ym)
+	}
+}
+
+// jsonKeyOrder lists the keys of every object of a JSON document, depth first, in order.
+func jsonKeyOrder(t *testing.T, s string) string {
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	v, err := decodeOrdered(dec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	var walk func(any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case record:
+			for _, f := range v {
+				keys = append(keys, f.key)
+				walk(f.value)
+			}
+		case []any:
+			for _, item := range v {
+				walk(item)
+			}
+		}
+	}
+	walk(v)
+	return strings.Join(keys, " ")
+}
+
+// yamlKeyOrder lists the keys of every mapping of a YAML document, depth first, in order.
+func yamlKeyOrder(t *testing.T, s string) string {
+	var doc yaml3.Node
+	if err := yaml3.Unmarshal([]byte(s), &doc); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	var walk func(*yaml3.Node)
+	walk = func(n *yaml3.Node) {
+		switch n.Kind {
+		case yaml3.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				keys = append(keys, n.Content[i].Value)
+				walk(n.Content[i+1])
+			}
+		case yaml3.DocumentNode, yaml3.SequenceNode:
+			for _, c := range n.Content {
+				walk(c)
+			}
+		}
+	}
+	walk(&doc)
+	return strings.Join(keys, " ")
+}
+
+// normalizeNumbers makes JSON's float64 and YAML's int comparable.
+func normalizeNumbers(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			v[k] = normalizeNumbers(x)
+		}
+	case []any:
+		for i, x := range v {
+			v[i] = normalizeNumbers(x)
+		}
+	case int:
+		return float64(v)
+	}
+	return v
 }

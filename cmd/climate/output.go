@@ -9,10 +9,13 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"sigs.k8s.io/yaml"
+	yaml3 "go.yaml.in/yaml/v3"
+
+	"climate/http/api"
 )
 
 // outputOptions are the flags every client command shares for printing results.
@@ -27,7 +30,7 @@ type outputOptions struct {
 
 func (o *outputOptions) addFlags(cmd *cobra.Command) {
 	f := cmd.PersistentFlags()
-	f.StringVarP(&o.format, "output", "o", "table", "output format: table, wide (a table with every field), json, yaml or value (bare values, one row per line, for scripts)")
+	f.StringVarP(&o.format, "output", "o", "table", "output format: table, wide (a table with every field), json, yaml (both in the API's key order, with its exact values) or value (bare values, one row per line, for scripts)")
 	addFormatAlias(f, "output")
 	f.StringSliceVarP(&o.columns, "column", "c", nil, "fields to print, e.g. -c id,name or -c id -c status (default: a summary in lists, everything in show)")
 	f.StringVar(&o.sortBy, "sort-by", "", "sort lists by this field (e.g. name, start_date)")
@@ -345,21 +348,123 @@ func jsonList(rows []record, cols []string) []record {
 	return out
 }
 
-// writeStructured writes v as indented JSON or as YAML.
+// writeStructured writes v as indented JSON or as YAML, both with the keys in the API's
+// order.
 func writeStructured(w io.Writer, format string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
 	if format == "yaml" {
-		if b, err = yaml.JSONToYAML(b); err != nil {
+		b, err := yamlBytes(v)
+		if err != nil {
 			return err
 		}
 		_, err = w.Write(b)
 		return err
 	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
 	_, err = fmt.Fprintf(w, "%s\n", b)
 	return err
+}
+
+// yamlBytes writes v (an API value, or records) as YAML with its keys in the order JSON
+// has them (sigs.k8s.io/yaml would sort them). Dates are always double-quoted strings,
+// whatever their layout, where YAML would quote some (2030-01-01 10:00:00) and not others
+// (2030-01-01T10:00:00.000000); other strings are quoted only when YAML needs it.
+func yamlBytes(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	val, err := decodeOrdered(dec)
+	if err != nil {
+		return nil, err
+	}
+	n, err := yamlNode(val)
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	enc := yaml3.NewEncoder(&out)
+	enc.SetIndent(2)
+	if err := enc.Encode(n); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}
+
+// yamlNode turns a decoded JSON value (see decodeOrdered) into a YAML node, in order.
+func yamlNode(v any) (*yaml3.Node, error) {
+	switch v := v.(type) {
+	case record:
+		n := &yaml3.Node{Kind: yaml3.MappingNode, Tag: "!!map"}
+		if len(v) == 0 {
+			n.Style = yaml3.FlowStyle
+		}
+		for _, f := range v {
+			val, err := yamlNode(f.value)
+			if err != nil {
+				return nil, err
+			}
+			n.Content = append(n.Content, &yaml3.Node{Kind: yaml3.ScalarNode, Tag: "!!str", Value: f.key}, val)
+		}
+		return n, nil
+	case []any:
+		n := &yaml3.Node{Kind: yaml3.SequenceNode, Tag: "!!seq"}
+		if len(v) == 0 {
+			n.Style = yaml3.FlowStyle
+		}
+		for _, item := range v {
+			val, err := yamlNode(item)
+			if err != nil {
+				return nil, err
+			}
+			n.Content = append(n.Content, val)
+		}
+		return n, nil
+	case nil:
+		return &yaml3.Node{Kind: yaml3.ScalarNode, Tag: "!!null", Value: "null"}, nil
+	case json.Number:
+		tag := "!!int"
+		if strings.ContainsAny(v.String(), ".eE") {
+			tag = "!!float"
+		}
+		return &yaml3.Node{Kind: yaml3.ScalarNode, Tag: tag, Value: v.String()}, nil
+	case bool:
+		return &yaml3.Node{Kind: yaml3.ScalarNode, Tag: "!!bool", Value: strconv.FormatBool(v)}, nil
+	case string:
+		if _, ok := parseAnyDate(v); ok {
+			return &yaml3.Node{Kind: yaml3.ScalarNode, Tag: "!!str", Value: v, Style: yaml3.DoubleQuotedStyle}, nil
+		}
+		n := &yaml3.Node{}
+		if err := n.Encode(v); err != nil { // plain, quoted or literal, as the string needs
+			return nil, err
+		}
+		return n, nil
+	}
+	return nil, fmt.Errorf("yaml: unexpected %T", v)
+}
+
+// anyDateLayouts are the layouts in which the API's objects hold dates.
+var anyDateLayouts = []string{api.TimeFormat, "2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999",
+	time.RFC3339Nano, api.DateFormat, "2006-01-02T15:04", "2006-01-02 15:04:05"}
+
+// parseAnyDate reads a date as the API writes them (UTC unless it says otherwise).
+func parseAnyDate(s string) (time.Time, bool) {
+	if len(s) < len("2006-01-02 15:04") || s[4] != '-' {
+		return time.Time{}, false
+	}
+	for _, l := range anyDateLayouts {
+		if t, err := time.ParseInLocation(l, s, time.UTC); err == nil {
+			return t, true
+		}
+	}
+	return time.Time{}, false
 }
 
 // header turns a field name into a table heading: start_date → START DATE.
