@@ -43,7 +43,7 @@ var (
 	eventFields  = []string{"seq", "time", "event_type", "status", "lease_id", "lease_name", "project_id", "error"}
 	eventColumns = []string{"time", "event_type", "status", "lease_id", "lease_name"}
 	// eventWidths pads table columns, so that rows printed one at a time line up.
-	eventWidths = map[string]int{"seq": 8, "time": 26, "event_type": 30, "status": 11, "lease_id": 36, "lease_name": 20, "project_id": 16}
+	eventWidths = map[string]int{"seq": 8, "time": 20, "event_type": 30, "status": 11, "lease_id": 36, "lease_name": 20, "project_id": 16}
 )
 
 func newEventsWatchCmd(o *clientOptions) *cobra.Command {
@@ -188,6 +188,11 @@ func (p *eventPrinter) print(n api.Notification) error {
 		return err
 	}
 	r := eventRecord(n)
+	if t, ok := parseAnyDate(r["time"]); ok && p.out.format == "table" {
+		abs := *p.out // live: a relative time would say "0s ago"
+		abs.absolute = true
+		r["time"] = abs.tableDate(t)
+	}
 	cells := make([]string, len(p.cols))
 	for i, c := range p.cols {
 		cells[i] = r[c]

@@ -8,8 +8,10 @@ import (
 	"github.com/spf13/cobra"
 	yaml3 "go.yaml.in/yaml/v3"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Issue 18 (8): OpenStack's habits: -f/--format as -o/--output on every command that has
@@ -103,7 +105,7 @@ func TestNoHeadersMeansNoHeaders(t *testing.T) {
 	c.ok("host", "create", "n1")
 	c.ok("host", "create", "n2")
 	c.ok("host", "create", "n3")
-	out := c.ok("availability", "timeline", "--from", "now", "--to", "+1d", "--step", "6h", "--no-headers")
+	out := c.ok("availability", "timeline", "--from", "now", "--to", "+1d", "--step", "6h", "--no-headers", "--absolute-times")
 	rows := lines(out)
 	if len(rows) != 4 {
 		t.Errorf("timeline --no-headers: want 4 rows:\n%s", out)
@@ -231,4 +233,68 @@ func normalizeNumbers(v any) any {
 		return float64(v)
 	}
 	return v
+}
+
+// Issue 18 (11): tables show every date one way, UTC and marked Z, with the relative time
+// within a week of now unless --absolute-times; JSON, YAML and value keep the API's values.
+func TestTableDates(t *testing.T) {
+	c := newCLI(t, serveOptions{})
+	c.ok("host", "create", "n1")
+	c.ok("host", "create", "n2")
+	c.ok("lease", "create", "far", "--start-date", "2030-01-01 09:00", "--end-date", "2030-01-01 10:00", "--before-end-date", "-10m",
+		"--reservation", "resource_type=physical:host,min=1,max=1")
+	soon := c.leaseJSON("lease", "create", "soon", "--start-date", "+2h", "--end-date", "+2d", "--reservation", "resource_type=physical:host,min=1,max=1")
+	date := `\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`
+	rowRE := regexp.MustCompile(`^\S+\s+soon\s+(` + date + `) \(in (1h59m|2h)\)\s+(` + date + `) \(in (2d1h|2d2h)\)\s+PENDING$`)
+	out := c.ok("lease", "list", "--sort-by", "name")
+	rows := strings.Split(strings.TrimSpace(out), "\n")
+	if len(rows) != 3 || !regexp.MustCompile(`^\S+\s+far\s+2030-01-01T09:00:00Z\s+2030-01-01T10:00:00Z\s+PENDING$`).MatchString(rows[1]) || !rowRE.MatchString(rows[2]) {
+		t.Fatalf("lease list:\n%s", out)
+	}
+	if m := rowRE.FindStringSubmatch(rows[2]); m[1] != mustTime(t, soon.StartDate).Format("2006-01-02T15:04:05Z") || m[3] != mustTime(t, soon.EndDate).Format("2006-01-02T15:04:05Z") {
+		t.Errorf("lease list shows soon from %s to %s; the API says %s to %s", m[1], m[3], soon.StartDate, soon.EndDate)
+	}
+	out = c.ok("lease", "list", "--sort-by", "name", "--absolute-times", "--no-headers", "-c", "start_date")
+	if !regexp.MustCompile(`^2030-01-01T09:00:00Z\n` + date + `\n$`).MatchString(out) {
+		t.Errorf("lease list --absolute-times:\n%s", out)
+	}
+	// lease show: every date of the table, nested ones too, in the one format
+	out = c.ok("lease", "show", "far")
+	if !strings.Contains(out, "time=2030-01-01T09:00:00Z") || !strings.Contains(out, "time=2030-01-01T09:50:00Z") ||
+		!regexp.MustCompile(`created_at\s+`+date+` \(\d+s ago\)\n`).MatchString(out) {
+		t.Errorf("lease show:\n%s", out)
+	}
+	for _, args := range [][]string{{"lease", "show", "far"}, {"lease", "show", "soon"}, {"lease", "list", "-o", "wide"}, {"host", "show", "n1"},
+		{"host", "list", "-o", "wide"}, {"allocation", "list", "-o", "wide"}, {"availability", "timeline", "--from", "now", "--to", "+1d", "--step", "6h"},
+		{"availability", "earliest", "--duration", "1h"}} {
+		out := c.ok(args...)
+		if regexp.MustCompile(`\d\d:\d\d:\d\d\.\d|\d \d\d:\d\d`).MatchString(out) {
+			t.Errorf("%s: a date not in the tables' format:\n%s", strings.Join(args, " "), out)
+		}
+	}
+	// the API's values, exactly, elsewhere
+	if out := c.ok("lease", "show", "far", "-o", "value", "-c", "start_date"); out != "2030-01-01T09:00:00.000000\n" {
+		t.Errorf("lease show -o value -c start_date: %q", out)
+	}
+	if l := c.leaseJSON("lease", "show", "soon"); l.StartDate != soon.StartDate || l.CreatedAt != soon.CreatedAt {
+		t.Errorf("lease show -o json: %+v, created as %+v", l, soon)
+	}
+}
+
+func TestShortDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{0: "0s", 45 * time.Second: "45s", 12*time.Minute + 5*time.Second: "12m", 2 * time.Hour: "2h",
+		119*time.Minute + 59*time.Second: "1h59m", 3*24*time.Hour + 4*time.Hour + 59*time.Minute: "3d4h", 48 * time.Hour: "2d"} {
+		if got := shortDuration(d); got != want {
+			t.Errorf("shortDuration(%v) = %q, want %q", d, got, want)
+		}
+	}
+	o := outputOptions{now: func() time.Time { return time.Date(2030, 1, 1, 9, 0, 0, 0, time.UTC) }}
+	for in, want := range map[string]string{"2030-01-01T11:00:00.000000": "2030-01-01T11:00:00Z (in 2h)", "2030-01-01T08:57:00.000000": "2030-01-01T08:57:00Z (3m ago)",
+		"2030-01-09T09:00:00.000000": "2030-01-09T09:00:00Z", "2030-01-01 08:59:59.5": "2030-01-01T08:59:59Z (0s ago)",
+		"2030-01-01T10:00:00+01:00": "2030-01-01T09:00:00Z (in 0s)"} {
+		tm, ok := parseAnyDate(in)
+		if got := o.tableDate(tm); !ok || got != want {
+			t.Errorf("tableDate(%s) = %q, want %q", in, got, want)
+		}
+	}
 }

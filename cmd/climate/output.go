@@ -26,6 +26,8 @@ type outputOptions struct {
 	sortBy   string   // --sort-by: list rows ordered by this field
 	reverse  bool     // --reverse: descending order
 	noHeader bool     // --no-headers: tables without their header line
+	absolute bool     // --absolute-times: table dates without "(in 2h)", "(3m ago)"
+	now      func() time.Time
 }
 
 func (o *outputOptions) addFlags(cmd *cobra.Command) {
@@ -35,6 +37,7 @@ func (o *outputOptions) addFlags(cmd *cobra.Command) {
 	f.StringSliceVarP(&o.columns, "column", "c", nil, "fields to print, e.g. -c id,name or -c id -c status (default: a summary in lists, everything in show)")
 	f.StringVar(&o.sortBy, "sort-by", "", "sort lists by this field (e.g. name, start_date)")
 	f.BoolVar(&o.reverse, "reverse", false, "sort lists in descending order")
+	f.BoolVar(&o.absolute, "absolute-times", false, "tables show dates (always UTC, as 2030-01-07T09:00:00Z) without the relative time they add within a week of now, as in 2h or 3m ago")
 	f.BoolVar(&o.noHeader, "no-headers", false, "print only the table's rows: no header line, nor the count or title lines around some tables")
 }
 
@@ -264,7 +267,7 @@ func (o *outputOptions) printList(w io.Writer, items any, def []string) error {
 		cells := make([]string, len(cols))
 		for i, c := range cols {
 			v, _ := r.get(c)
-			cells[i] = strings.ReplaceAll(cell(v), "\n", ", ")
+			cells[i] = strings.ReplaceAll(o.tableCell(c, v), "\n", ", ")
 		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
@@ -298,7 +301,7 @@ func (o *outputOptions) printObject(w io.Writer, item any) error {
 	}
 	for _, c := range cols {
 		v, _ := r.get(c)
-		for i, line := range strings.Split(cell(v), "\n") {
+		for i, line := range strings.Split(o.tableCell(c, v), "\n") {
 			name := c
 			if i > 0 {
 				name = ""
@@ -504,6 +507,99 @@ func cell(v any) string {
 	}
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// tableCell renders the value of field key for a table: as cell does, with dates in one
+// format (see tableDate), also in nested objects.
+func (o *outputOptions) tableCell(key string, v any) string {
+	switch v := v.(type) {
+	case string:
+		if isDateField(key) {
+			if t, ok := parseAnyDate(v); ok {
+				return o.tableDate(t)
+			}
+		}
+	case []any:
+		lines := make([]string, len(v))
+		for i, item := range v {
+			lines[i] = o.tableCell(key, item)
+		}
+		return strings.Join(lines, "\n")
+	case record:
+		pairs := make([]string, 0, len(v))
+		for _, f := range v {
+			if nestedNoise[f.key] {
+				continue
+			}
+			if c := o.tableCell(f.key, f.value); c != "" {
+				pairs = append(pairs, f.key+"="+strings.ReplaceAll(c, "\n", ","))
+			}
+		}
+		return strings.Join(pairs, " ")
+	}
+	return cell(v)
+}
+
+// isDateField reports whether a field holds dates: start_date, created_at, retry_until,
+// time, start, deadline, …
+func isDateField(key string) bool {
+	for _, suffix := range []string{"_date", "_at", "_until", "_time"} {
+		if strings.HasSuffix(key, suffix) {
+			return true
+		}
+	}
+	switch key {
+	case "time", "date", "start", "end", "deadline", "after", "before", "from", "to":
+		return true
+	}
+	return false
+}
+
+// relativeWithin is how far from now a table date also shows as a relative time: farther,
+// "in 40d" says no more than the date.
+const relativeWithin = 7 * 24 * time.Hour
+
+// tableDate is a date as tables show it: UTC to the second, marked Z (2030-01-07T09:00:00Z,
+// which date flags accept back), followed within a week of now by the relative time,
+// (in 2h) or (3m ago), unless --absolute-times.
+func (o *outputOptions) tableDate(t time.Time) string {
+	s := t.UTC().Format("2006-01-02T15:04:05Z")
+	if o.absolute {
+		return s
+	}
+	now := time.Now()
+	if o.now != nil {
+		now = o.now()
+	}
+	d := t.Sub(now)
+	if d.Abs() > relativeWithin {
+		return s
+	}
+	if d >= 0 {
+		return s + " (in " + shortDuration(d) + ")"
+	}
+	return s + " (" + shortDuration(-d) + " ago)"
+}
+
+// shortDuration is d in its two largest units, rounded down: 45s, 12m, 2h, 1h59m, 3d4h.
+func shortDuration(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d/time.Minute))
+	case d < 24*time.Hour:
+		h, m := int(d/time.Hour), int(d%time.Hour/time.Minute)
+		if m == 0 {
+			return fmt.Sprintf("%dh", h)
+		}
+		return fmt.Sprintf("%dh%dm", h, m)
+	}
+	days, h := int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour)
+	if h == 0 {
+		return fmt.Sprintf("%dd", days)
+	}
+	return fmt.Sprintf("%dd%dh", days, h)
 }
 
 // nestedNoise are fields of nested objects that tables leave out: the parent's id and
