@@ -67,6 +67,7 @@ the X-Auth-Token header.`,
 	}
 	f := cmd.Flags()
 	f.StringSliceVar(&q.Statuses, "status", nil, "only leases in these statuses (PENDING, ACTIVE, TERMINATED, …; comma-separated or repeated)")
+	_ = cmd.RegisterFlagCompletionFunc("status", completeStatuses(leaseStatuses()))
 	f.StringVar(&q.ProjectID, "project", "", "only this project's leases (admins)")
 	f.StringVar(&file, "file", "", "write the calendar to this file instead of standard output")
 	return cmd
@@ -113,6 +114,7 @@ than one project, and always with --all-projects; -o wide shows every field.`,
 	}
 	f := cmd.Flags()
 	f.StringSliceVar(&q.Statuses, "status", nil, "only leases in these statuses (PENDING, ACTIVE, TERMINATED, ERROR, WAITING, IN_PROGRESS, FAILED, TIMEDOUT, …): repeat the flag or separate with commas")
+	_ = cmd.RegisterFlagCompletionFunc("status", completeStatuses(leaseStatuses()))
 	f.StringVar(&q.ProjectID, "project", "", "only this project's leases (admins; others see only their own project's)")
 	f.BoolVar(&allProjects, "all-projects", false, "every project's leases, with a PROJECT ID column (admins; what they see by default; others see only their own project's)")
 	f.IntVar(&q.Limit, "limit", 0, "list at most this many leases, the first created (0: all)")

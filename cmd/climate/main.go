@@ -64,6 +64,7 @@ the client config file.`,
 	root.AddCommand(newCompletionCmd())
 	root.SetVersionTemplate("climate {{.Version}}\n")
 	refuseUnknownSubcommands(root)
+	registerFlagCompletions(root)
 	return root
 }
 
@@ -133,7 +134,9 @@ func newCompletionCmd() *cobra.Command {
 		Use:   "completion bash|zsh|fish",
 		Short: "Print the shell completion script (commands, flags, lease and host names)",
 		Long: `Print a completion script for your shell. Lease and host names complete from the
-server (CLIMATE_URL / config file), so completion works best with a reachable server.`,
+server (CLIMATE_URL / config file), so completion works best with a reachable server;
+so do the values of --lease. -o/-f complete the output formats, --status the lease
+statuses, -c and --sort-by the command's fields.`,
 		Example: `  source <(climate completion bash)                                   # this bash session
   climate completion bash > /etc/bash_completion.d/climate            # bash, for good
   climate completion zsh > "${fpath[1]}/_climate"                     # zsh

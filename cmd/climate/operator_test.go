@@ -298,3 +298,56 @@ func TestShortDuration(t *testing.T) {
 		}
 	}
 }
+
+// Issue 18 (12): flag values complete: --lease from the server's leases, -o/-f formats,
+// --status statuses, -c and --sort-by the command's fields; never file names.
+func TestFlagCompletion(t *testing.T) {
+	c := newCLI(t, serveOptions{})
+	c.ok("host", "create", "n1")
+	c.ok("lease", "create", "train", "--start-date", "2030-01-01 09:00", "--end-date", "2030-01-01 10:00",
+		"--reservation", "resource_type=physical:host,min=1,max=1")
+	complete := func(args ...string) []string {
+		t.Helper()
+		out := c.ok(append([]string{"__complete"}, args...)...)
+		rows := strings.Split(strings.TrimSpace(out), "\n")
+		if last := rows[len(rows)-1]; last != ":4" { // ShellCompDirectiveNoFileComp
+			t.Errorf("climate %s: directive %s, want :4 (no file names)\n%s", strings.Join(args, " "), last, out)
+		}
+		var values []string
+		for _, r := range rows[:len(rows)-1] {
+			values = append(values, strings.SplitN(r, "\t", 2)[0])
+		}
+		return values
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"lease", "list", "-o", ""}, "table wide json yaml value"},
+		{[]string{"lease", "list", "-f", ""}, "table wide json yaml value"},
+		{[]string{"host", "show", "n1", "--format", ""}, "table wide json yaml value"},
+		{[]string{"policy", "list", "-f", ""}, "yaml json table"},
+		{[]string{"bench", "plan", "-o", ""}, "table json"},
+		{[]string{"allocation", "list", "--lease", ""}, "train"},
+		{[]string{"events", "watch", "--lease", ""}, "train"},
+		{[]string{"lease", "wait", "train", "--status", ""}, "PENDING STARTING ACTIVE TERMINATING TERMINATED"},
+		{[]string{"lease", "list", "--status", "ACTIVE,"}, "ACTIVE,PENDING ACTIVE,TERMINATED ACTIVE,ERROR ACTIVE,CREATING ACTIVE,STARTING ACTIVE,UPDATING ACTIVE,TERMINATING ACTIVE,DELETING ACTIVE,WAITING ACTIVE,IN_PROGRESS ACTIVE,FAILED ACTIVE,TIMEDOUT"},
+		{[]string{"lease", "list", "-c", "id,name,"}, "id,name,start_date id,name,end_date id,name,status id,name,degraded id,name,user_id id,name,project_id id,name,trust_id id,name,created_at id,name,updated_at id,name,reservations id,name,events id,name,lease_type id,name,retry_until id,name,priority id,name,max_retries id,name,retries id,name,preemptible id,name,on_preempt"},
+		{[]string{"host", "list", "--sort-by", ""}, "id hypervisor_hostname"},
+		{[]string{"availability", "timeline", "--sort-by", ""}, "start_date end_date free_hosts free_slots free_floatingips"},
+		{[]string{"events", "watch", "-c", ""}, "seq time event_type status lease_id lease_name project_id error"},
+		{[]string{"lease", "delete", "--sort-by", ""}, ""},
+	} {
+		got := strings.Join(complete(tc.args...), " ")
+		if tc.args[1] == "list" && tc.args[0] == "lease" && tc.args[2] == "-c" {
+			got = strings.SplitN(got, " id,name,lease_type", 2)[0] // later fields may come
+			tc.want = strings.SplitN(tc.want, " id,name,lease_type", 2)[0]
+		}
+		if strings.HasPrefix(tc.want, "id hypervisor_hostname") {
+			got = strings.Join(strings.Fields(got)[:min(2, len(strings.Fields(got)))], " ")
+		}
+		if got != tc.want {
+			t.Errorf("climate __complete %s: %q, want %q", strings.Join(tc.args, " "), got, tc.want)
+		}
+	}
+}

@@ -33,7 +33,7 @@ type outputOptions struct {
 func (o *outputOptions) addFlags(cmd *cobra.Command) {
 	f := cmd.PersistentFlags()
 	f.StringVarP(&o.format, "output", "o", "table", "output format: table, wide (a table with every field), json, yaml (both in the API's key order, with its exact values) or value (bare values, one row per line, for scripts)")
-	addFormatAlias(f, "output")
+	addFormatAlias(f, "output", clientFormats...)
 	f.StringSliceVarP(&o.columns, "column", "c", nil, "fields to print, e.g. -c id,name or -c id -c status (default: a summary in lists, everything in show)")
 	f.StringVar(&o.sortBy, "sort-by", "", "sort lists by this field (e.g. name, start_date)")
 	f.BoolVar(&o.reverse, "reverse", false, "sort lists in descending order")
@@ -42,13 +42,17 @@ func (o *outputOptions) addFlags(cmd *cobra.Command) {
 }
 
 // addFormatAlias adds -f/--format, OpenStack's name for the output format, as an alias of
-// the flag named output (-o): both set the same value, the last given wins. The alias has
+// the flag named output (-o), both completing formats: both set the same value, the last
+// given wins. The alias has
 // no environment variable of its own (CLIMATE_OUTPUT sets both), and a command line's -f
 // wins over CLIMATE_OUTPUT as -o does (see bindEnv).
-func addFormatAlias(f *pflag.FlagSet, output string) {
+func addFormatAlias(f *pflag.FlagSet, output string, formats ...string) {
 	o := f.Lookup(output)
 	f.VarP(o.Value, "format", "f", "the same as --"+output+" (OpenStack's name)")
 	_ = f.SetAnnotation("format", aliasOf, []string{output})
+	for _, name := range []string{output, "format"} { // what shell completion offers
+		_ = f.SetAnnotation(name, formatsAnnotation, formats)
+	}
 }
 
 // aliasOf annotates a flag that is another name for the flag it names.
