@@ -172,6 +172,12 @@ func eventRecord(n api.Notification) map[string]string {
 
 func (p *eventPrinter) print(n api.Notification) error {
 	switch p.out.format {
+	case "jsonpath":
+		r, err := toRecord(n)
+		if err != nil {
+			return err
+		}
+		return p.out.writeJSONPath(p.w, r)
 	case "json":
 		b, err := json.Marshal(n)
 		if err != nil {

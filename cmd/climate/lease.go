@@ -92,7 +92,8 @@ than one project, and always with --all-projects; -o wide shows every field.`,
   climate lease list --all-projects -f wide            # admins: everything, every field
   climate lease list --sort-by start_date -c name -c start_date -c status
   climate lease list -o json | jq -r '.[] | select(.status == "ACTIVE") | .name'
-  climate lease list -o value -c id`,
+  climate lease list -o value -c id
+  climate lease list -o jsonpath='{.name}\t{.reservations[*].id}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if q.Limit < 0 {

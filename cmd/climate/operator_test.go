@@ -56,7 +56,7 @@ func TestOpenStackHabits(t *testing.T) {
 		t.Errorf("CLIMATE_OUTPUT=yaml lease list: %q", out)
 	}
 	os.Unsetenv("CLIMATE_OUTPUT")
-	c.fails(`--output/--format "x.ics": want table, wide, json, yaml or value (lease calendar always writes iCalendar; --file FILE writes it to a file)`,
+	c.fails(`--output/--format "x.ics": want table, wide, json, yaml, value or jsonpath=TEMPLATE (lease calendar always writes iCalendar; --file FILE writes it to a file)`,
 		"lease", "calendar", "-f", "x.ics", "--token", "alice-token")
 
 	// a member sees their project's leases: no project column
@@ -350,4 +350,28 @@ func TestFlagCompletion(t *testing.T) {
 			t.Errorf("climate __complete %s: %q, want %q", strings.Join(tc.args, " "), got, tc.want)
 		}
 	}
+}
+
+// Issue 18 (8, optional): -o jsonpath=TEMPLATE prints fields picked by path, a line per item.
+func TestJSONPathOutput(t *testing.T) {
+	c := newCLI(t, serveOptions{})
+	c.ok("host", "create", "n1")
+	c.ok("host", "create", "n2")
+	for _, name := range []string{"a", "b"} {
+		c.ok("lease", "create", name, "--start-date", "2030-01-01 09:00", "--end-date", "2030-01-01 10:00",
+			"--reservation", "resource_type=physical:host,min=1,max=1")
+	}
+	a := c.leaseJSON("lease", "show", "a")
+	if out := c.ok("lease", "show", "a", "-o", "jsonpath={.name}\t{.reservations[0].resource_type} {.events[*].event_type}"); out != "a\tphysical:host start_lease before_end_lease end_lease\n" {
+		t.Errorf("lease show -o jsonpath: %q", out)
+	}
+	if out := c.ok("lease", "list", "--sort-by", "name", "--reverse", "-f", "jsonpath={.name}={.id}"); out != "b="+c.ok("lease", "show", "b", "-o", "value", "-c", "id")[:36]+"\na="+a.ID+"\n" {
+		t.Errorf("lease list -f jsonpath: %q", out)
+	}
+	if out := c.ok("lease", "show", "a", "-o", "jsonpath={.reservations[*].min} {.}"); !strings.HasPrefix(out, `1 {"id":"`+a.ID+`","name":"a",`) {
+		t.Errorf("lease show -o jsonpath={.}: %q", out)
+	}
+	c.fails(`jsonpath: no field "nme"; choose from id, name,`, "lease", "show", "a", "-o", "jsonpath={.nme}")
+	c.fails("unclosed {", "lease", "list", "-o", "jsonpath={.name")
+	c.fails("give a template", "lease", "list", "-o", "jsonpath")
 }

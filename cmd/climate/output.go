@@ -20,19 +20,20 @@ import (
 
 // outputOptions are the flags every client command shares for printing results.
 type outputOptions struct {
-	format   string   // table, json, yaml or value (check turns wide into table with wide set)
-	wide     bool     // -o wide: tables with every field
-	columns  []string // --column: fields to print, in this order
-	sortBy   string   // --sort-by: list rows ordered by this field
-	reverse  bool     // --reverse: descending order
-	noHeader bool     // --no-headers: tables without their header line
-	absolute bool     // --absolute-times: table dates without "(in 2h)", "(3m ago)"
+	format   string         // table, json, yaml or value (check turns wide into table with wide set)
+	wide     bool           // -o wide: tables with every field
+	columns  []string       // --column: fields to print, in this order
+	sortBy   string         // --sort-by: list rows ordered by this field
+	reverse  bool           // --reverse: descending order
+	noHeader bool           // --no-headers: tables without their header line
+	absolute bool           // --absolute-times: table dates without "(in 2h)", "(3m ago)"
+	jsonpath []jsonPathPart // -o jsonpath=TEMPLATE, parsed (format is then "jsonpath")
 	now      func() time.Time
 }
 
 func (o *outputOptions) addFlags(cmd *cobra.Command) {
 	f := cmd.PersistentFlags()
-	f.StringVarP(&o.format, "output", "o", "table", "output format: table, wide (a table with every field), json, yaml (both in the API's key order, with its exact values) or value (bare values, one row per line, for scripts)")
+	f.StringVarP(&o.format, "output", "o", "table", "output format: table, wide (a table with every field), json, yaml (both in the API's key order, with its exact values), value (bare values, one row per line, for scripts) or jsonpath=TEMPLATE (e.g. jsonpath='{.id} {.reservations[*].id}', one line per item)")
 	addFormatAlias(f, "output", clientFormats...)
 	f.StringSliceVarP(&o.columns, "column", "c", nil, "fields to print, e.g. -c id,name or -c id -c status (default: a summary in lists, everything in show)")
 	f.StringVar(&o.sortBy, "sort-by", "", "sort lists by this field (e.g. name, start_date)")
@@ -65,8 +66,18 @@ func (o *outputOptions) check() error {
 	case "wide":
 		o.format, o.wide = "table", true
 		return nil
+	case "jsonpath":
+		return fmt.Errorf("--output/--format jsonpath: give a template, e.g. -o jsonpath='{.id} {.status}'")
 	}
-	return fmt.Errorf("--output/--format %q: want table, wide, json, yaml or value", o.format)
+	if tmpl, ok := strings.CutPrefix(o.format, "jsonpath="); ok {
+		parts, err := parseJSONPath(tmpl)
+		if err != nil {
+			return fmt.Errorf("--output/--format %q: %v", o.format, err)
+		}
+		o.format, o.jsonpath = "jsonpath", parts
+		return nil
+	}
+	return fmt.Errorf("--output/--format %q: want table, wide, json, yaml, value or jsonpath=TEMPLATE", o.format)
 }
 
 // field is one key of a record with its decoded JSON value.
@@ -248,6 +259,13 @@ func (o *outputOptions) printList(w io.Writer, items any, def []string) error {
 			cols = nil // whole objects
 		}
 		return writeStructured(w, o.format, jsonList(rows, cols))
+	case "jsonpath":
+		for _, r := range rows {
+			if err := o.writeJSONPath(w, r); err != nil {
+				return err
+			}
+		}
+		return nil
 	case "value":
 		for _, r := range rows {
 			cells := make([]string, len(cols))
@@ -292,6 +310,8 @@ func (o *outputOptions) printObject(w io.Writer, item any) error {
 	switch o.format {
 	case "json", "yaml":
 		return writeStructured(w, o.format, r.only(cols))
+	case "jsonpath":
+		return o.writeJSONPath(w, r)
 	case "value":
 		for _, c := range cols {
 			v, _ := r.get(c)
