@@ -46,8 +46,9 @@ type allocationFilter struct {
 	from, to           string
 }
 
-func (f *allocationFilter) addFlags(cmd *cobra.Command) {
+func (f *allocationFilter) addFlags(cmd *cobra.Command, o *clientOptions) {
 	cmd.Flags().StringVar(&f.lease, "lease", "", "only this lease's allocations (name or id)")
+	_ = cmd.RegisterFlagCompletionFunc("lease", completeLeases(o))
 	cmd.Flags().StringVar(&f.reservation, "reservation-id", "", "only this reservation's allocations")
 	cmd.Flags().StringVar(&f.from, "from", "", "only allocations that end after this date (default: now, unless --lease or --reservation-id): "+dateHelp)
 	cmd.Flags().StringVar(&f.to, "to", "", "only allocations that start before this date (+DURATION counts from --from): "+dateHelp)
@@ -138,7 +139,7 @@ first N hosts.`,
 			return printAllocations(cmd, o, allocs, false)
 		},
 	}
-	f.addFlags(cmd)
+	f.addFlags(cmd, o)
 	cmd.Flags().IntVar(&limit, "limit", 0, "list at most this many hosts, the first registered (0: all)")
 	return cmd
 }
@@ -178,7 +179,7 @@ func newAllocationShowCmd(o *clientOptions) *cobra.Command {
 			return printAllocations(cmd, o, []api.Allocation{*a}, true)
 		},
 	}
-	f.addFlags(cmd)
+	f.addFlags(cmd, o)
 	return cmd
 }
 

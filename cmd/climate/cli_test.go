@@ -152,7 +152,7 @@ func TestCLIHosts(t *testing.T) {
 	c.fails("give exactly one of --private and --public", "host", "property", "set", "gpu")
 	c.fails(`No host property "nope"`, "host", "property", "show", "nope")
 	c.fails(`--column "colour": no such field`, "host", "list", "-c", "colour")
-	c.fails(`--output "xml": want table, json, yaml or value`, "host", "list", "-o", "xml")
+	c.fails(`--output/--format "xml": want table, wide, json, yaml, value or jsonpath=TEMPLATE`, "host", "list", "-o", "xml")
 
 	if got := c.ok("host", "delete", "node-2", "1"); got != "Deleted host node-2 (2)\nDeleted host node-1 (1)\n" {
 		t.Fatalf("host delete: %q", got)

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -11,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"go.yaml.in/yaml/v2"
+	"go.yaml.in/yaml/v3"
 
 	"climate/http/client"
 )
@@ -104,7 +106,9 @@ func loadClientConfig(path string) (clientConfig, string, error) {
 	if err != nil {
 		return cfg, path, fmt.Errorf("config file: %v", err)
 	}
-	if err := yaml.UnmarshalStrict(b, &cfg); err != nil {
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) { // an empty file is no settings
 		return cfg, path, configError(path, err)
 	}
 	return cfg, path, nil

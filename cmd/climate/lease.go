@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -46,6 +47,9 @@ the X-Auth-Token header.`,
   climate lease calendar --project physics --file physics.ics   # admins`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.out.check(); err != nil {
+				return fmt.Errorf("%v (lease calendar always writes iCalendar; --file FILE writes it to a file)", err)
+			}
 			c, err := o.client(cmd)
 			if err != nil {
 				return err
@@ -63,6 +67,7 @@ the X-Auth-Token header.`,
 	}
 	f := cmd.Flags()
 	f.StringSliceVar(&q.Statuses, "status", nil, "only leases in these statuses (PENDING, ACTIVE, TERMINATED, …; comma-separated or repeated)")
+	_ = cmd.RegisterFlagCompletionFunc("status", completeStatuses(leaseStatuses()))
 	f.StringVar(&q.ProjectID, "project", "", "only this project's leases (admins)")
 	f.StringVar(&file, "file", "", "write the calendar to this file instead of standard output")
 	return cmd
@@ -70,21 +75,32 @@ the X-Auth-Token header.`,
 
 func newLeaseListCmd(o *clientOptions) *cobra.Command {
 	var q client.LeaseQuery
+	var allProjects bool
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the leases you can see (admins: every project's)",
 		Long: `List leases in creation order. The server is asked for them page by page, so long
-lists cost the server little; --limit stops after the first N.`,
+lists cost the server little; --limit stops after the first N.
+
+Admins see every project's leases, as in Blazar (--all-projects says so explicitly, as
+OpenStack's clients do), or one project's with --project; everyone else sees only their
+own project's. The table has a PROJECT ID column when the leases listed belong to more
+than one project, and always with --all-projects; -o wide shows every field.`,
 		Example: `  climate lease list
   climate lease list --status ACTIVE,PENDING
   climate lease list --project physics --limit 20      # admins: one project's leases
+  climate lease list --all-projects -f wide            # admins: everything, every field
   climate lease list --sort-by start_date -c name -c start_date -c status
   climate lease list -o json | jq -r '.[] | select(.status == "ACTIVE") | .name'
-  climate lease list -o value -c id`,
+  climate lease list -o value -c id
+  climate lease list -o jsonpath='{.name}\t{.reservations[*].id}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if q.Limit < 0 {
 				return fmt.Errorf("--limit %d: want a positive number of leases, or 0 for all", q.Limit)
+			}
+			if allProjects && q.ProjectID != "" {
+				return fmt.Errorf("give --project or --all-projects, not both")
 			}
 			c, err := o.client(cmd)
 			if err != nil {
@@ -94,14 +110,29 @@ lists cost the server little; --limit stops after the first N.`,
 			if err != nil {
 				return err
 			}
-			return o.out.printList(cmd.OutOrStdout(), leases, leaseColumns)
+			return o.out.printList(cmd.OutOrStdout(), leases, leaseListColumns(leases, allProjects))
 		},
 	}
 	f := cmd.Flags()
 	f.StringSliceVar(&q.Statuses, "status", nil, "only leases in these statuses (PENDING, ACTIVE, TERMINATED, ERROR, WAITING, IN_PROGRESS, FAILED, TIMEDOUT, …): repeat the flag or separate with commas")
+	_ = cmd.RegisterFlagCompletionFunc("status", completeStatuses(leaseStatuses()))
 	f.StringVar(&q.ProjectID, "project", "", "only this project's leases (admins; others see only their own project's)")
+	f.BoolVar(&allProjects, "all-projects", false, "every project's leases, with a PROJECT ID column (admins; what they see by default; others see only their own project's)")
 	f.IntVar(&q.Limit, "limit", 0, "list at most this many leases, the first created (0: all)")
 	return cmd
+}
+
+// leaseListColumns are lease list's table columns: leaseColumns, and the project after the
+// name when the leases belong to more than one project or all were asked for.
+func leaseListColumns(leases []api.Lease, allProjects bool) []string {
+	projects := map[string]bool{}
+	for _, l := range leases {
+		projects[l.ProjectID] = true
+	}
+	if !allProjects && len(projects) < 2 {
+		return leaseColumns
+	}
+	return slices.Insert(slices.Clone(leaseColumns), 2, "project_id")
 }
 
 func newLeaseShowCmd(o *clientOptions) *cobra.Command {

@@ -64,6 +64,7 @@ the client config file.`,
 	root.AddCommand(newCompletionCmd())
 	root.SetVersionTemplate("climate {{.Version}}\n")
 	refuseUnknownSubcommands(root)
+	registerFlagCompletions(root)
 	return root
 }
 
@@ -103,9 +104,15 @@ func envName(flag string) string {
 func bindEnv(flags *pflag.FlagSet) error {
 	clientCmd := false
 	flags.VisitAll(func(f *pflag.Flag) { clientCmd = clientCmd || f.Annotations[envFlag] != nil })
+	aliased := map[string]bool{} // flags given on the command line by another name
+	flags.VisitAll(func(f *pflag.Flag) {
+		if a := f.Annotations[aliasOf]; len(a) > 0 && f.Changed {
+			aliased[a[0]] = true
+		}
+	})
 	var err error
 	flags.VisitAll(func(f *pflag.Flag) {
-		if err != nil || f.Changed || f.Name == "help" || (clientCmd && f.Annotations[envFlag] == nil) {
+		if err != nil || f.Changed || aliased[f.Name] || f.Annotations[aliasOf] != nil || f.Name == "help" || (clientCmd && f.Annotations[envFlag] == nil) {
 			return
 		}
 		if v, ok := os.LookupEnv(envName(f.Name)); ok {
@@ -127,7 +134,9 @@ func newCompletionCmd() *cobra.Command {
 		Use:   "completion bash|zsh|fish",
 		Short: "Print the shell completion script (commands, flags, lease and host names)",
 		Long: `Print a completion script for your shell. Lease and host names complete from the
-server (CLIMATE_URL / config file), so completion works best with a reachable server.`,
+server (CLIMATE_URL / config file), so completion works best with a reachable server;
+so do the values of --lease. -o/-f complete the output formats, --status the lease
+statuses, -c and --sort-by the command's fields.`,
 		Example: `  source <(climate completion bash)                                   # this bash session
   climate completion bash > /etc/bash_completion.d/climate            # bash, for good
   climate completion zsh > "${fpath[1]}/_climate"                     # zsh
