@@ -68,6 +68,9 @@ func (m *Manager) refresh(ctx context.Context, invRev, allocRev int64) error {
 	if err != nil {
 		return err
 	}
+	if cur != nil {
+		a.Index.KeepFilters(cur.Index) // the hosts other requests ask for stay spared
+	}
 	m.mu.Lock()
 	m.avail = a
 	m.mu.Unlock()

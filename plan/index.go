@@ -32,8 +32,13 @@ type Index struct {
 	leases map[string]int32 // lease id → small integer used in intervals
 	nextID int32
 
-	mu      sync.Mutex // guards filters
+	mu      sync.Mutex // guards filters, matches and demand
 	filters map[string][]int32
+	// matches are the property filters requests used, by key, and demand how many of
+	// them each host matches (sparing.go); noSparing turns that off.
+	matches   map[string]func(*climate.Host) bool
+	demand    []int32
+	noSparing bool
 }
 
 type interval struct {
@@ -70,6 +75,7 @@ func NewIndex(hosts []climate.Host, allocs []climate.Allocation, opts ...Option)
 	x := &Index{
 		hosts: hosts, pos: make(map[string]int32, len(hosts)), busy: make([][]interval, len(hosts)),
 		shared: make([][]use, len(hosts)), leases: map[string]int32{}, filters: map[string][]int32{},
+		matches: map[string]func(*climate.Host) bool{},
 	}
 	for _, o := range opts {
 		o(x)
@@ -245,6 +251,7 @@ func (x *Index) candidates(r *HostRequest) []int32 {
 			x.filters = map[string][]int32{}
 		}
 		x.filters[key] = c
+		x.remember(key, r.Match)
 		x.mu.Unlock()
 	}
 	return c
@@ -263,15 +270,26 @@ func (x *Index) unreservable() int {
 
 // choice is a free candidate and how well it fits.
 type choice struct {
-	pos int32
-	fit int64 // free time left around the window; smaller is tighter
+	pos    int32
+	demand int32 // how many filters of other requests it matches (sparing.go); fewer first
+	fit    int64 // free time left around the window; smaller is tighter
+}
+
+// better reports whether c goes before o: less demanded, then tighter.
+func (c choice) better(o choice) bool {
+	if c.demand != o.demand {
+		return c.demand < o.demand
+	}
+	return c.fit < o.fit
 }
 
 // PlaceHosts chooses between r.Min and r.Max hosts free over r.Window.
 //
 // Policy, best fit: preferred hosts first (a reservation keeps its hosts on update); then
-// the hosts where the window fits most tightly between existing bookings, i.e. the least
-// free time left around it, ties broken by registration order. This packs leases into gaps
+// the hosts other requests' filters ask for least (sparing.go: an unfiltered request does
+// not take the GPU host while a plain one is free); among those, the hosts where the
+// window fits most tightly between existing bookings, i.e. the least free time left
+// around it, ties broken by registration order. This packs leases into gaps
 // and keeps long free blocks (and untouched hosts) for long or large requests, where
 // Blazar's "never used first" spreads short leases over every host. The scan stops early
 // once Max hosts that fit exactly (no time left on either side) are found, or once it has
@@ -316,7 +334,8 @@ func (x *Index) PlaceHosts(r HostRequest) ([]string, Explanation, error) {
 	}
 
 	want := r.Max - len(chosen)
-	best := make([]choice, 0, want) // kept sorted by (fit, pos), at most want long
+	demand := x.demandOf()
+	best := make([]choice, 0, want) // kept sorted by (demand, fit, pos), at most want long
 	exact, scanned, weighed := 0, 0, 0
 	enough := max(fitScan*want, minFitScan)
 	off := 0
@@ -348,22 +367,25 @@ func (x *Index) PlaceHosts(r HostRequest) ([]string, Explanation, error) {
 		}
 		ex.Free++
 		weighed++
-		fit := gap(prevEnd, s) + gap(e, nextStart)
+		c := choice{pos: p, fit: gap(prevEnd, s) + gap(e, nextStart)}
 		if reclaims {
-			fit += reclaimCost // any host that is simply free goes first
+			c.fit += reclaimCost // any host that is simply free goes first
 		}
-		if fit == 0 {
+		if demand != nil {
+			c.demand = demand[p]
+		}
+		if c.fit == 0 && c.demand == 0 {
 			exact++
 		}
-		if len(best) == want && fit >= best[want-1].fit {
+		if len(best) == want && !c.better(best[want-1]) {
 			continue
 		}
-		i := sort.Search(len(best), func(i int) bool { return best[i].fit > fit })
+		i := sort.Search(len(best), func(i int) bool { return c.better(best[i]) })
 		if len(best) < want {
 			best = append(best, choice{})
 		}
 		copy(best[i+1:], best[i:len(best)-1])
-		best[i] = choice{p, fit}
+		best[i] = c
 	}
 	for _, c := range best {
 		chosen = append(chosen, x.hosts[c.pos].ID)

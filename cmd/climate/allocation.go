@@ -13,6 +13,7 @@ import (
 // allocationRow is one host held by one reservation: the rows of allocation tables.
 type allocationRow struct {
 	ResourceID    string `json:"resource_id"`
+	Host          string `json:"host"` // its hypervisor hostname
 	ReservationID string `json:"reservation_id"`
 	LeaseID       string `json:"lease_id"`
 	StartDate     string `json:"start_date"`
@@ -45,8 +46,9 @@ type allocationFilter struct {
 	from, to           string
 }
 
-func (f *allocationFilter) addFlags(cmd *cobra.Command) {
+func (f *allocationFilter) addFlags(cmd *cobra.Command, o *clientOptions) {
 	cmd.Flags().StringVar(&f.lease, "lease", "", "only this lease's allocations (name or id)")
+	_ = cmd.RegisterFlagCompletionFunc("lease", completeLeases(o))
 	cmd.Flags().StringVar(&f.reservation, "reservation-id", "", "only this reservation's allocations")
 	cmd.Flags().StringVar(&f.from, "from", "", "only allocations that end after this date (default: now, unless --lease or --reservation-id): "+dateHelp)
 	cmd.Flags().StringVar(&f.to, "to", "", "only allocations that start before this date (+DURATION counts from --from): "+dateHelp)
@@ -137,7 +139,7 @@ first N hosts.`,
 			return printAllocations(cmd, o, allocs, false)
 		},
 	}
-	f.addFlags(cmd)
+	f.addFlags(cmd, o)
 	cmd.Flags().IntVar(&limit, "limit", 0, "list at most this many hosts, the first registered (0: all)")
 	return cmd
 }
@@ -177,7 +179,7 @@ func newAllocationShowCmd(o *clientOptions) *cobra.Command {
 			return printAllocations(cmd, o, []api.Allocation{*a}, true)
 		},
 	}
-	f.addFlags(cmd)
+	f.addFlags(cmd, o)
 	return cmd
 }
 
@@ -194,10 +196,10 @@ func printAllocations(cmd *cobra.Command, o *clientOptions, allocs []api.Allocat
 	rows := []allocationRow{}
 	for _, a := range allocs {
 		for _, r := range a.Reservations {
-			rows = append(rows, allocationRow{a.ResourceID, r.ID, r.LeaseID, r.StartDate, r.EndDate, r.Slots})
+			rows = append(rows, allocationRow{a.ResourceID, a.ResourceName, r.ID, r.LeaseID, r.StartDate, r.EndDate, r.Slots})
 		}
 	}
-	return o.out.printList(cmd.OutOrStdout(), rows, []string{"resource_id", "reservation_id", "lease_id", "start_date", "end_date", "slots"})
+	return o.out.printList(cmd.OutOrStdout(), rows, []string{"resource_id", "host", "reservation_id", "lease_id", "start_date", "end_date", "slots"})
 }
 
 func firstErr(errs ...error) error {

@@ -138,7 +138,9 @@ when asked, --slots instance slots of --vcpus/--memory-mb/--disk-gb on matching 
 				return err
 			}
 			if len(slots) == 0 && o.out.format == "table" {
-				fmt.Fprintln(cmd.OutOrStdout(), "No window found before the deadline.")
+				if !o.out.noHeader { // --no-headers: no text but the rows, here none
+					fmt.Fprintln(cmd.OutOrStdout(), "No window found before the deadline.")
+				}
 				return nil
 			}
 			cols := slotColumns
@@ -166,7 +168,8 @@ func newTimelineCmd(o *clientOptions, filter *client.Filter) *cobra.Command {
 		Short: "Count matching hosts (and slots, floating IPs) free in each step of a time range",
 		Long: `Count the matching hosts free for each whole step of a range; with --vcpus/--memory-mb/
 --disk-gb also the instance slots of that size, with --network-id the floating IPs of that
-network.`,
+network. The table starts with the number of matching hosts, a line that --no-headers
+leaves out with the table's header.`,
 		Example: `  climate availability timeline --from "2030-01-01 00:00" --to "2030-01-08 00:00" --step 1d
   climate availability timeline --from now --to +2d --step 6h --resource-properties '["==", "$gpu", "true"]'
   climate availability timeline --from now --to +1d --step 6h --vcpus 4 --memory-mb 16384 --network-id ext-net`,
@@ -196,7 +199,7 @@ network.`,
 				if len(o.out.columns) == 0 {
 					return writeStructured(cmd.OutOrStdout(), o.out.format, tl)
 				}
-			} else if o.out.format == "table" {
+			} else if o.out.format == "table" && !o.out.noHeader {
 				fmt.Fprintf(cmd.OutOrStdout(), "%d matching hosts\n", tl.MatchingHosts)
 			}
 			return o.out.printList(cmd.OutOrStdout(), tl.Timeline, timelineColumns(q.Instances, q.FloatingIPs))

@@ -38,8 +38,8 @@ func TestAvailabilityCommands(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got) == 0 || got[0].StartDate != day+"T14:00:00.000000" || got[0].FreeHosts != 2 {
 		t.Fatalf("earliest: %v %q", err, out)
 	}
-	out, err = runCLI(t, "availability", "timeline", "--url", s.url, "--from", day+" 08:00", "--to", day+" 16:00", "--step", "4h")
-	if err != nil || !strings.Contains(out, "2 matching hosts") || !strings.Contains(out, day+"T08:00:00.000000  "+day+"T12:00:00.000000  1\n") {
+	out, err = runCLI(t, "availability", "timeline", "--url", s.url, "--from", day+" 08:00", "--to", day+" 16:00", "--step", "4h", "--absolute-times")
+	if err != nil || !strings.Contains(out, "2 matching hosts") || !strings.Contains(out, day+"T08:00:00Z  "+day+"T12:00:00Z  1\n") {
 		t.Fatalf("timeline: %v\n%s", err, out)
 	}
 	// Errors are the server's message, one line.

@@ -164,6 +164,7 @@ each replica is reported.`,
 	f.StringVar(&o.database, "database", "", "load the book into this PostgreSQL URL (postgres://…?search_path=SCHEMA, a schema without hosts) and serve it from there")
 	f.IntVar(&o.replicas, "replicas", 1, "number of server subprocesses (more than one needs --database); clients are spread round-robin")
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+	addFormatAlias(f, "output", "table", "json")
 	return cmd
 }
 

@@ -140,6 +140,7 @@ That is --types host; by default --types also times:
 	f.StringVar(&o.scales, "scales", "100:1000,1000:10000,5000:50000", "comma-separated HOSTS:LEASES scales to run (host and instance cases)")
 	f.IntVar(&o.windows, "windows", 200, "number of request windows timed per scale and kind")
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+	addFormatAlias(f, "output", "table", "json")
 	f.StringVar(&o.types, "types", "host,instance,floatingip", "comma-separated cases to time: host (blazar-90d), instance (instance slots), floatingip")
 	f.StringVar(&o.floatingIPs, "floatingips", "10000:50000", "comma-separated ADDRESSES:ALLOCATIONS for the floatingip case")
 	return cmd

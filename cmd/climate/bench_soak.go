@@ -188,6 +188,7 @@ hard limit are refused.`,
 	f.StringVar(&o.token, "token", "", "with --url: the working client's X-Auth-Token (a member's)")
 	f.IntVar(&o.pid, "pid", 0, "with --url: the server's process id, to read its RSS and descriptors")
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+	addFormatAlias(f, "output", "table", "json")
 	return cmd
 }
 

@@ -1,15 +1,19 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"sigs.k8s.io/yaml"
+	"go.yaml.in/yaml/v3"
 
 	"climate/http/client"
 )
@@ -25,8 +29,8 @@ type clientOptions struct {
 // clientConfig is the config file: $XDG_CONFIG_HOME/climate/config.yaml (or
 // ~/.config/climate/config.yaml), or the file named by --config / CLIMATE_CONFIG.
 type clientConfig struct {
-	URL   string `json:"url"`
-	Token string `json:"token"`
+	URL   string `json:"url" yaml:"url"`
+	Token string `json:"token" yaml:"token"`
 }
 
 const clientHelp = `The server comes from --url, CLIMATE_URL or the config file (default
@@ -102,10 +106,24 @@ func loadClientConfig(path string) (clientConfig, string, error) {
 	if err != nil {
 		return cfg, path, fmt.Errorf("config file: %v", err)
 	}
-	if err := yaml.UnmarshalStrict(b, &cfg); err != nil {
-		return cfg, path, fmt.Errorf("config file %s: %v (want YAML with url: and token:)", path, err)
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) { // an empty file is no settings
+		return cfg, path, configError(path, err)
 	}
 	return cfg, path, nil
+}
+
+// unknownKey matches yaml's report of a key the config does not have.
+var unknownKey = regexp.MustCompile(`line (\d+): field (\S+) not found in type`)
+
+// configError says what is wrong with the config file at path: the line and the unknown
+// key, or yaml's own words for a file that is not YAML.
+func configError(path string, err error) error {
+	if m := unknownKey.FindStringSubmatch(err.Error()); m != nil {
+		return fmt.Errorf("config file %s, line %s: unknown key %q (the keys are url and token)", path, m[1], m[2])
+	}
+	return fmt.Errorf("config file %s: %s (want YAML with url: and token:)", path, strings.TrimPrefix(err.Error(), "yaml: "))
 }
 
 func defaultConfigPath() string {

@@ -16,7 +16,6 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"climate/http/api"
 	"climate/http/client"
@@ -44,7 +43,7 @@ var (
 	eventFields  = []string{"seq", "time", "event_type", "status", "lease_id", "lease_name", "project_id", "error"}
 	eventColumns = []string{"time", "event_type", "status", "lease_id", "lease_name"}
 	// eventWidths pads table columns, so that rows printed one at a time line up.
-	eventWidths = map[string]int{"seq": 8, "time": 26, "event_type": 30, "status": 11, "lease_id": 36, "lease_name": 20, "project_id": 16}
+	eventWidths = map[string]int{"seq": 8, "time": 20, "event_type": 30, "status": 11, "lease_id": 36, "lease_name": 20, "project_id": 16}
 )
 
 func newEventsWatchCmd(o *clientOptions) *cobra.Command {
@@ -173,6 +172,12 @@ func eventRecord(n api.Notification) map[string]string {
 
 func (p *eventPrinter) print(n api.Notification) error {
 	switch p.out.format {
+	case "jsonpath":
+		r, err := toRecord(n)
+		if err != nil {
+			return err
+		}
+		return p.out.writeJSONPath(p.w, r)
 	case "json":
 		b, err := json.Marshal(n)
 		if err != nil {
@@ -181,10 +186,7 @@ func (p *eventPrinter) print(n api.Notification) error {
 		_, err = fmt.Fprintf(p.w, "%s\n", b)
 		return err
 	case "yaml":
-		b, err := json.Marshal(n)
-		if err == nil {
-			b, err = yaml.JSONToYAML(b)
-		}
+		b, err := yamlBytes(n)
 		if err != nil {
 			return err
 		}
@@ -192,6 +194,11 @@ func (p *eventPrinter) print(n api.Notification) error {
 		return err
 	}
 	r := eventRecord(n)
+	if t, ok := parseAnyDate(r["time"]); ok && p.out.format == "table" {
+		abs := *p.out // live: a relative time would say "0s ago"
+		abs.absolute = true
+		r["time"] = abs.tableDate(t)
+	}
 	cells := make([]string, len(p.cols))
 	for i, c := range p.cols {
 		cells[i] = r[c]

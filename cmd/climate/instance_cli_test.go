@@ -49,10 +49,10 @@ func TestInstanceCommands(t *testing.T) {
 	}
 
 	out, err = runCLI(t, "availability", "timeline", "--url", s.url, "--from", day+" 08:00", "--to", day+" 16:00", "--step", "4h",
-		"--vcpus", "2", "--memory-mb", "2048")
+		"--vcpus", "2", "--memory-mb", "2048", "--absolute-times")
 	// Both hosts hold slots from 10:00 (no host free whole); 4 more slots of 2 vCPUs fit
 	// beside them (1 on the host holding 6 of its 8 vCPUs, 3 on the other).
-	if err != nil || !strings.Contains(out, "FREE SLOTS") || !hasRow(out, day+"T08:00:00.000000", day+"T12:00:00.000000", "0", "4") {
+	if err != nil || !strings.Contains(out, "FREE SLOTS") || !hasRow(out, day+"T08:00:00Z", day+"T12:00:00Z", "0", "4") {
 		t.Fatalf("timeline of slots: %v\n%s", err, out)
 	}
 	out, err = runCLI(t, "availability", "earliest", "--url", s.url, "--duration", "4h", "--after", day+" 08:00",

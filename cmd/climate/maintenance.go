@@ -153,7 +153,7 @@ maintenance --help).`,
 			if err := o.out.printObject(w, v); err != nil {
 				return err
 			}
-			return printHealing(w, healed)
+			return printHealing(w, healed, o.out.noHeader)
 		},
 	}
 	f := cmd.Flags()
@@ -164,14 +164,20 @@ maintenance --help).`,
 	return cmd
 }
 
-// printHealing prints, after a table, what healing did.
-func printHealing(w io.Writer, healed []api.Healing) error {
-	if len(healed) == 0 {
+// printHealing prints, after a table, what healing did: a table of the reservations that
+// held the host, under a title; with --no-headers (noHeader), only the table's rows.
+func printHealing(w io.Writer, healed []api.Healing, noHeader bool) error {
+	if noHeader {
+		if len(healed) == 0 {
+			return nil
+		}
+	} else if len(healed) == 0 {
 		_, err := fmt.Fprintln(w, "\nNo reservation held the host during the window.")
 		return err
+	} else {
+		fmt.Fprintln(w, "\nReservations holding the host during the window:")
 	}
-	fmt.Fprintln(w, "\nReservations holding the host during the window:")
-	table := outputOptions{format: "table"}
+	table := outputOptions{format: "table", noHeader: noHeader}
 	return table.printList(w, healed, healingColumns)
 }
 

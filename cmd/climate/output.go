@@ -9,35 +9,75 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
+	"github.com/spf13/pflag"
+	yaml3 "go.yaml.in/yaml/v3"
+
+	"climate/http/api"
 )
 
 // outputOptions are the flags every client command shares for printing results.
 type outputOptions struct {
-	format   string   // table, json, yaml or value
-	columns  []string // --column: fields to print, in this order
-	sortBy   string   // --sort-by: list rows ordered by this field
-	reverse  bool     // --reverse: descending order
-	noHeader bool     // --no-headers: tables without their header line
+	format   string         // table, json, yaml or value (check turns wide into table with wide set)
+	wide     bool           // -o wide: tables with every field
+	columns  []string       // --column: fields to print, in this order
+	sortBy   string         // --sort-by: list rows ordered by this field
+	reverse  bool           // --reverse: descending order
+	noHeader bool           // --no-headers: tables without their header line
+	absolute bool           // --absolute-times: table dates without "(in 2h)", "(3m ago)"
+	jsonpath []jsonPathPart // -o jsonpath=TEMPLATE, parsed (format is then "jsonpath")
+	now      func() time.Time
 }
 
 func (o *outputOptions) addFlags(cmd *cobra.Command) {
 	f := cmd.PersistentFlags()
-	f.StringVarP(&o.format, "output", "o", "table", "output format: table, json, yaml or value (bare values, one row per line, for scripts)")
+	f.StringVarP(&o.format, "output", "o", "table", "output format: table, wide (a table with every field), json, yaml (both in the API's key order, with its exact values), value (bare values, one row per line, for scripts) or jsonpath=TEMPLATE (e.g. jsonpath='{.id} {.reservations[*].id}', one line per item)")
+	addFormatAlias(f, "output", clientFormats...)
 	f.StringSliceVarP(&o.columns, "column", "c", nil, "fields to print, e.g. -c id,name or -c id -c status (default: a summary in lists, everything in show)")
 	f.StringVar(&o.sortBy, "sort-by", "", "sort lists by this field (e.g. name, start_date)")
 	f.BoolVar(&o.reverse, "reverse", false, "sort lists in descending order")
-	f.BoolVar(&o.noHeader, "no-headers", false, "print tables without the header line")
+	f.BoolVar(&o.absolute, "absolute-times", false, "tables show dates (always UTC, as 2030-01-07T09:00:00Z) without the relative time they add within a week of now, as in 2h or 3m ago")
+	f.BoolVar(&o.noHeader, "no-headers", false, "print only the table's rows: no header line, nor the count or title lines around some tables")
 }
+
+// addFormatAlias adds -f/--format, OpenStack's name for the output format, as an alias of
+// the flag named output (-o), both completing formats: both set the same value, the last
+// given wins. The alias has
+// no environment variable of its own (CLIMATE_OUTPUT sets both), and a command line's -f
+// wins over CLIMATE_OUTPUT as -o does (see bindEnv).
+func addFormatAlias(f *pflag.FlagSet, output string, formats ...string) {
+	o := f.Lookup(output)
+	f.VarP(o.Value, "format", "f", "the same as --"+output+" (OpenStack's name)")
+	_ = f.SetAnnotation("format", aliasOf, []string{output})
+	for _, name := range []string{output, "format"} { // what shell completion offers
+		_ = f.SetAnnotation(name, formatsAnnotation, formats)
+	}
+}
+
+// aliasOf annotates a flag that is another name for the flag it names.
+const aliasOf = "climate-alias-of"
 
 func (o *outputOptions) check() error {
 	switch o.format {
 	case "table", "json", "yaml", "value":
 		return nil
+	case "wide":
+		o.format, o.wide = "table", true
+		return nil
+	case "jsonpath":
+		return fmt.Errorf("--output/--format jsonpath: give a template, e.g. -o jsonpath='{.id} {.status}'")
 	}
-	return fmt.Errorf("--output %q: want table, json, yaml or value", o.format)
+	if tmpl, ok := strings.CutPrefix(o.format, "jsonpath="); ok {
+		parts, err := parseJSONPath(tmpl)
+		if err != nil {
+			return fmt.Errorf("--output/--format %q: %v", o.format, err)
+		}
+		o.format, o.jsonpath = "jsonpath", parts
+		return nil
+	}
+	return fmt.Errorf("--output/--format %q: want table, wide, json, yaml, value or jsonpath=TEMPLATE", o.format)
 }
 
 // field is one key of a record with its decoded JSON value.
@@ -187,6 +227,9 @@ func (o *outputOptions) printList(w io.Writer, items any, def []string) error {
 	if len(known) == 0 {
 		known = def
 	}
+	if o.wide {
+		def = known
+	}
 	cols, err := o.selectColumns(known, def)
 	if err != nil {
 		return err
@@ -216,6 +259,13 @@ func (o *outputOptions) printList(w io.Writer, items any, def []string) error {
 			cols = nil // whole objects
 		}
 		return writeStructured(w, o.format, jsonList(rows, cols))
+	case "jsonpath":
+		for _, r := range rows {
+			if err := o.writeJSONPath(w, r); err != nil {
+				return err
+			}
+		}
+		return nil
 	case "value":
 		for _, r := range rows {
 			cells := make([]string, len(cols))
@@ -239,7 +289,7 @@ func (o *outputOptions) printList(w io.Writer, items any, def []string) error {
 		cells := make([]string, len(cols))
 		for i, c := range cols {
 			v, _ := r.get(c)
-			cells[i] = strings.ReplaceAll(cell(v), "\n", ", ")
+			cells[i] = strings.ReplaceAll(o.tableCell(c, v), "\n", ", ")
 		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
@@ -260,6 +310,8 @@ func (o *outputOptions) printObject(w io.Writer, item any) error {
 	switch o.format {
 	case "json", "yaml":
 		return writeStructured(w, o.format, r.only(cols))
+	case "jsonpath":
+		return o.writeJSONPath(w, r)
 	case "value":
 		for _, c := range cols {
 			v, _ := r.get(c)
@@ -273,7 +325,7 @@ func (o *outputOptions) printObject(w io.Writer, item any) error {
 	}
 	for _, c := range cols {
 		v, _ := r.get(c)
-		for i, line := range strings.Split(cell(v), "\n") {
+		for i, line := range strings.Split(o.tableCell(c, v), "\n") {
 			name := c
 			if i > 0 {
 				name = ""
@@ -323,21 +375,123 @@ func jsonList(rows []record, cols []string) []record {
 	return out
 }
 
-// writeStructured writes v as indented JSON or as YAML.
+// writeStructured writes v as indented JSON or as YAML, both with the keys in the API's
+// order.
 func writeStructured(w io.Writer, format string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
 	if format == "yaml" {
-		if b, err = yaml.JSONToYAML(b); err != nil {
+		b, err := yamlBytes(v)
+		if err != nil {
 			return err
 		}
 		_, err = w.Write(b)
 		return err
 	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
 	_, err = fmt.Fprintf(w, "%s\n", b)
 	return err
+}
+
+// yamlBytes writes v (an API value, or records) as YAML with its keys in the order JSON
+// has them (sigs.k8s.io/yaml would sort them). Dates are always double-quoted strings,
+// whatever their layout, where YAML would quote some (2030-01-01 10:00:00) and not others
+// (2030-01-01T10:00:00.000000); other strings are quoted only when YAML needs it.
+func yamlBytes(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	val, err := decodeOrdered(dec)
+	if err != nil {
+		return nil, err
+	}
+	n, err := yamlNode(val)
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	enc := yaml3.NewEncoder(&out)
+	enc.SetIndent(2)
+	if err := enc.Encode(n); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}
+
+// yamlNode turns a decoded JSON value (see decodeOrdered) into a YAML node, in order.
+func yamlNode(v any) (*yaml3.Node, error) {
+	switch v := v.(type) {
+	case record:
+		n := &yaml3.Node{Kind: yaml3.MappingNode, Tag: "!!map"}
+		if len(v) == 0 {
+			n.Style = yaml3.FlowStyle
+		}
+		for _, f := range v {
+			val, err := yamlNode(f.value)
+			if err != nil {
+				return nil, err
+			}
+			n.Content = append(n.Content, &yaml3.Node{Kind: yaml3.ScalarNode, Tag: "!!str", Value: f.key}, val)
+		}
+		return n, nil
+	case []any:
+		n := &yaml3.Node{Kind: yaml3.SequenceNode, Tag: "!!seq"}
+		if len(v) == 0 {
+			n.Style = yaml3.FlowStyle
+		}
+		for _, item := range v {
+			val, err := yamlNode(item)
+			if err != nil {
+				return nil, err
+			}
+			n.Content = append(n.Content, val)
+		}
+		return n, nil
+	case nil:
+		return &yaml3.Node{Kind: yaml3.ScalarNode, Tag: "!!null", Value: "null"}, nil
+	case json.Number:
+		tag := "!!int"
+		if strings.ContainsAny(v.String(), ".eE") {
+			tag = "!!float"
+		}
+		return &yaml3.Node{Kind: yaml3.ScalarNode, Tag: tag, Value: v.String()}, nil
+	case bool:
+		return &yaml3.Node{Kind: yaml3.ScalarNode, Tag: "!!bool", Value: strconv.FormatBool(v)}, nil
+	case string:
+		if _, ok := parseAnyDate(v); ok {
+			return &yaml3.Node{Kind: yaml3.ScalarNode, Tag: "!!str", Value: v, Style: yaml3.DoubleQuotedStyle}, nil
+		}
+		n := &yaml3.Node{}
+		if err := n.Encode(v); err != nil { // plain, quoted or literal, as the string needs
+			return nil, err
+		}
+		return n, nil
+	}
+	return nil, fmt.Errorf("yaml: unexpected %T", v)
+}
+
+// anyDateLayouts are the layouts in which the API's objects hold dates.
+var anyDateLayouts = []string{api.TimeFormat, "2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999",
+	time.RFC3339Nano, api.DateFormat, "2006-01-02T15:04", "2006-01-02 15:04:05"}
+
+// parseAnyDate reads a date as the API writes them (UTC unless it says otherwise).
+func parseAnyDate(s string) (time.Time, bool) {
+	if len(s) < len("2006-01-02 15:04") || s[4] != '-' {
+		return time.Time{}, false
+	}
+	for _, l := range anyDateLayouts {
+		if t, err := time.ParseInLocation(l, s, time.UTC); err == nil {
+			return t, true
+		}
+	}
+	return time.Time{}, false
 }
 
 // header turns a field name into a table heading: start_date → START DATE.
@@ -377,6 +531,99 @@ func cell(v any) string {
 	}
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// tableCell renders the value of field key for a table: as cell does, with dates in one
+// format (see tableDate), also in nested objects.
+func (o *outputOptions) tableCell(key string, v any) string {
+	switch v := v.(type) {
+	case string:
+		if isDateField(key) {
+			if t, ok := parseAnyDate(v); ok {
+				return o.tableDate(t)
+			}
+		}
+	case []any:
+		lines := make([]string, len(v))
+		for i, item := range v {
+			lines[i] = o.tableCell(key, item)
+		}
+		return strings.Join(lines, "\n")
+	case record:
+		pairs := make([]string, 0, len(v))
+		for _, f := range v {
+			if nestedNoise[f.key] {
+				continue
+			}
+			if c := o.tableCell(f.key, f.value); c != "" {
+				pairs = append(pairs, f.key+"="+strings.ReplaceAll(c, "\n", ","))
+			}
+		}
+		return strings.Join(pairs, " ")
+	}
+	return cell(v)
+}
+
+// isDateField reports whether a field holds dates: start_date, created_at, retry_until,
+// time, start, deadline, …
+func isDateField(key string) bool {
+	for _, suffix := range []string{"_date", "_at", "_until", "_time"} {
+		if strings.HasSuffix(key, suffix) {
+			return true
+		}
+	}
+	switch key {
+	case "time", "date", "start", "end", "deadline", "after", "before", "from", "to":
+		return true
+	}
+	return false
+}
+
+// relativeWithin is how far from now a table date also shows as a relative time: farther,
+// "in 40d" says no more than the date.
+const relativeWithin = 7 * 24 * time.Hour
+
+// tableDate is a date as tables show it: UTC to the second, marked Z (2030-01-07T09:00:00Z,
+// which date flags accept back), followed within a week of now by the relative time,
+// (in 2h) or (3m ago), unless --absolute-times.
+func (o *outputOptions) tableDate(t time.Time) string {
+	s := t.UTC().Format("2006-01-02T15:04:05Z")
+	if o.absolute {
+		return s
+	}
+	now := time.Now()
+	if o.now != nil {
+		now = o.now()
+	}
+	d := t.Sub(now)
+	if d.Abs() > relativeWithin {
+		return s
+	}
+	if d >= 0 {
+		return s + " (in " + shortDuration(d) + ")"
+	}
+	return s + " (" + shortDuration(-d) + " ago)"
+}
+
+// shortDuration is d in its two largest units, rounded down: 45s, 12m, 2h, 1h59m, 3d4h.
+func shortDuration(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d/time.Minute))
+	case d < 24*time.Hour:
+		h, m := int(d/time.Hour), int(d%time.Hour/time.Minute)
+		if m == 0 {
+			return fmt.Sprintf("%dh", h)
+		}
+		return fmt.Sprintf("%dh%dm", h, m)
+	}
+	days, h := int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour)
+	if h == 0 {
+		return fmt.Sprintf("%dd", days)
+	}
+	return fmt.Sprintf("%dd%dh", days, h)
 }
 
 // nestedNoise are fields of nested objects that tables leave out: the parent's id and

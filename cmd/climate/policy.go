@@ -74,6 +74,7 @@ Climate's is kept (rule:NAME may use it) with a warning on stderr.`,
 	f.StringVar(&file, "policy-file", "", "policy file overriding the default rules (YAML or JSON, as climate serve --policy-file)")
 	_ = f.SetAnnotation("policy-file", envFlag, []string{"true"}) // CLIMATE_POLICY_FILE, as serve's; not CLIMATE_OUTPUT
 	f.StringVarP(&format, "output", "o", "yaml", "output format: yaml (a policy file), json or table")
+	addFormatAlias(f, "output", "yaml\ta policy file", "json", "table")
 	return cmd
 }
 

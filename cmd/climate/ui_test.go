@@ -292,7 +292,7 @@ func TestWebCalendarInChromium(t *testing.T) {
 	bob := newTab(t, ctx)
 	do(t, bob, chromedp.Navigate(page), login("bob-token"))
 	bars := visibleBars(t, bob)
-	if got, want := summary(bars), "host 1:gpu-training/physics host 1:busy host 2:gpu-training/physics host 3:busy host 4:busy"; got != want {
+	if got, want := summary(bars), "compute-1:gpu-training/physics compute-1:busy compute-2:gpu-training/physics compute-3:busy compute-4:busy"; got != want {
 		t.Errorf("bob's bars:\n got %s\nwant %s", got, want)
 	}
 	if text := eval[string](t, bob, `document.getElementById('bars').textContent`); strings.Contains(text, "chem") || strings.Contains(text, "carol") {

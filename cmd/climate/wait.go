@@ -34,6 +34,7 @@ func (w *waitOptions) addFlags(cmd *cobra.Command, waitUsage string) {
 		f.BoolVar(&w.enabled, "wait", false, waitUsage)
 	}
 	f.StringVar(&w.status, "status", "ACTIVE", "status to wait for: "+strings.Join(leaseProgress, ", "))
+	_ = cmd.RegisterFlagCompletionFunc("status", completeStatuses(leaseProgress))
 	f.DurationVar(&w.timeout, "timeout", 0, "give up after this long (e.g. 10m; default: wait as long as it takes)")
 	f.DurationVar(&w.interval, "interval", 2*time.Second, "with a server that cannot push changes (no /v1/events/stream): the longest time between two polls")
 }

@@ -134,7 +134,7 @@
       // All at once: the lease list is the longest, the others come in meanwhile.
       const hostsP = api('GET', '/v1/os-hosts').then((h) => ({ admin: true, hosts: h.hosts }), (e) => {
         if (e.status !== 403) throw e;
-        return { admin: false, hosts: [] }; // members: rows come from the allocations (no host names)
+        return { admin: false, hosts: [] }; // members: rows come from the allocations (names, no properties)
       });
       const leasesP = api('GET', '/v1/leases');
       const allocsP = requestAllocations();
@@ -186,7 +186,7 @@
     st.allocs = m;
     st.fetched = w;
     if (!st.admin && st.hosts.length !== j.allocations.length) {
-      st.hosts = j.allocations.map((h) => ({ id: h.resource_id, hypervisor_hostname: `host ${h.resource_id}` }));
+      st.hosts = j.allocations.map((h) => ({ id: h.resource_id, hypervisor_hostname: h.resource_name || `host ${h.resource_id}` }));
       buildRows();
     }
   }

@@ -1,0 +1,81 @@
+package plan
+
+import "climate"
+
+// Sparing scarce hosts. Best fit alone may give an unfiltered request a GPU host while a
+// plain one is free, and push back the next request that needs a GPU. So the index
+// remembers the property filters requests have used (the filters it caches, carried over
+// when the index is rebuilt: KeepFilters) and counts, per host, how many of them it
+// matches among those that do not match every host: its demand. PlaceHosts takes the
+// least demanded hosts first and, among them, the best fit in time.
+
+// WithSparing turns sparing on (the default) or off (for comparison: BenchmarkSparing).
+func WithSparing(on bool) Option {
+	return func(x *Index) { x.noSparing = !on }
+}
+
+// remember records a filter a request used, so the demand is counted again.
+// The caller holds x.mu.
+func (x *Index) remember(key string, match func(*climate.Host) bool) {
+	if match == nil || key == "" || x.matches[key] != nil {
+		return
+	}
+	if len(x.matches) >= maxCachedFilters {
+		x.matches = map[string]func(*climate.Host) bool{}
+	}
+	x.matches[key] = match
+	x.demand = nil
+}
+
+// KeepFilters carries the filters prev's requests used over to x (a rebuilt index), so
+// the hosts they ask for stay spared.
+func (x *Index) KeepFilters(prev *Index) {
+	prev.mu.Lock()
+	defer prev.mu.Unlock()
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for k, m := range prev.matches {
+		if x.matches[k] == nil && len(x.matches) < maxCachedFilters {
+			x.matches[k] = m
+			x.demand = nil
+		}
+	}
+}
+
+// demandOf returns, per host, how many remembered filters it matches among those that
+// leave some reservable host out; nil when sparing is off. It is counted again only
+// after a new filter is remembered.
+func (x *Index) demandOf() []int32 {
+	if x.noSparing {
+		return nil
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.demand != nil {
+		return x.demand
+	}
+	reservable := 0
+	for i := range x.hosts {
+		if x.hosts[i].Reservable {
+			reservable++
+		}
+	}
+	demand := make([]int32, len(x.hosts))
+	var matched []int32
+	for _, match := range x.matches {
+		matched = matched[:0]
+		for i := range x.hosts {
+			if x.hosts[i].Reservable && match(&x.hosts[i]) {
+				matched = append(matched, int32(i))
+			}
+		}
+		if len(matched) == reservable {
+			continue // a filter every host matches spares none
+		}
+		for _, p := range matched {
+			demand[p]++
+		}
+	}
+	x.demand = demand
+	return demand
+}
