@@ -8,6 +8,7 @@ package metrics
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"climate"
 	"climate/engine"
 	"climate/notify"
 )
@@ -102,7 +104,29 @@ func New(extra ...prometheus.Collector) *Metrics {
 		m.deliveries, m.failures, m.claims, m.takeovers,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(extra...)
+	// Every known series exists from the start, at 0, so that rate() and the alerts see
+	// the first event or failure rather than a series appearing.
+	for _, typ := range eventTypes {
+		m.lateness.WithLabelValues(string(typ))
+		m.events.WithLabelValues(string(typ), "done")
+		m.events.WithLabelValues(string(typ), "error")
+	}
+	for _, kind := range []string{"log", "amqp", "webhook"} {
+		m.deliveries.WithLabelValues(kind)
+		m.failures.WithLabelValues(kind)
+	}
 	return m
+}
+
+// eventTypes are the event types the engine handles; others are labelled "other".
+var eventTypes = []climate.EventType{climate.EventStartLease, climate.EventEndLease, climate.EventBeforeEndLease,
+	climate.EventBeforeStartLease, climate.EventRetryDeadline, climate.EventPreemptLease}
+
+func eventType(t climate.EventType) string {
+	if slices.Contains(eventTypes, t) {
+		return string(t)
+	}
+	return "other"
 }
 
 // Registry is the registry, for tests that gather it.
@@ -142,7 +166,7 @@ func (m *Metrics) Conflict()                 { m.conflicts.Inc() }
 
 // EventHandled records an engine report (engine.Config.Observe).
 func (m *Metrics) EventHandled(r engine.Report) {
-	typ := string(r.Event.Type)
+	typ := eventType(r.Event.Type)
 	m.lateness.WithLabelValues(typ).Observe(max(r.Handled.Sub(r.Event.Time), 0).Seconds())
 	outcome := "done"
 	if r.Err != nil {

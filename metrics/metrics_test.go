@@ -3,12 +3,12 @@ package metrics_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +20,7 @@ import (
 	"climate/manager"
 	"climate/metrics"
 	"climate/notify"
+	"climate/notify/webhook"
 	"climate/sqlite"
 )
 
@@ -147,19 +148,29 @@ func TestLateEventLandsInItsLatenessBucket(t *testing.T) {
 	}
 }
 
-// failing is a destination whose deliveries all fail.
-type failing struct{ name string }
-
-func (f failing) Name() string                                       { return f.name }
-func (failing) Accepts(*climate.Notification) bool                   { return true }
-func (failing) Deliver(context.Context, *climate.Notification) error { return errors.New("HTTP 500") }
-
 // A failing webhook delivery counts an attempt and a failure under the destination kind
-// "webhook": the webhook's id (and URL) is no label.
+// "webhook": the webhook's id and URL are no label.
 func TestFailingWebhookDeliveryCountsAFailure(t *testing.T) {
 	st := openStore(t)
 	clk := clock.NewFake(t0)
 	m := metrics.New()
+	// The receiver accepts the creation's ping, then answers 500.
+	var calls atomic.Int32
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if calls.Add(1) == 1 {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		w.WriteHeader(http.StatusInternalServerError)
+	}))
+	defer receiver.Close()
+	guard := webhook.Guard{AllowPrivate: true}
+	sender := webhook.NewSender(guard, clk, 5*time.Second)
+	hooks := &webhook.Service{Store: st, Clock: clk, Guard: guard, Sender: sender}
+	hook, err := hooks.CreateWebhook(context.Background(), admin, climate.WebhookRequest{URL: receiver.URL + "/climate"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	mgr := manager.New(st, clk, manager.Config{})
 	if _, err := mgr.CreateHost(context.Background(), admin, map[string]string{"name": "n1"}); err != nil {
 		t.Fatal(err)
@@ -171,16 +182,20 @@ func TestFailingWebhookDeliveryCountsAFailure(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	hook := failing{name: "webhook:649d8cc1-3b96-4b73-962e-d1d9d27b7b66"}
+	webhooks := sender.Destinations(st, notify.DefaultGiveUpAfter)
 	w := notify.NewWorker(st, clk, notify.Config{
-		Destinations: func(context.Context) ([]notify.Destination, error) {
-			return []notify.Destination{hook, notify.Log{Logger: slog.New(slog.DiscardHandler)}}, nil
+		Destinations: func(ctx context.Context) ([]notify.Destination, error) {
+			d, err := webhooks(ctx)
+			return append(d, notify.Log{Logger: slog.New(slog.DiscardHandler)}), err
 		},
 		Observe: m.Delivered,
 		Logger:  slog.New(slog.DiscardHandler),
 	})
 	if _, err := w.Round(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Fatalf("the receiver was called %d times, want the ping and one delivery", n)
 	}
 	deliveries, failures := family(t, m, "climate_notification_deliveries_total"), family(t, m, "climate_notification_delivery_failures_total")
 	for _, c := range []struct {
@@ -195,8 +210,8 @@ func TestFailingWebhookDeliveryCountsAFailure(t *testing.T) {
 	for _, f := range []*dto.MetricFamily{deliveries, failures} {
 		for _, s := range f.GetMetric() {
 			for _, l := range s.GetLabel() {
-				if strings.Contains(l.GetValue(), "649d8cc1") {
-					t.Errorf("%s has the webhook's id in a label: %v", f.GetName(), s)
+				if strings.Contains(l.GetValue(), hook.ID) || strings.Contains(l.GetValue(), "127.0.0.1") {
+					t.Errorf("%s has the webhook's id or URL in a label: %v", f.GetName(), s)
 				}
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -119,7 +120,8 @@ func TestServeCountsRequestsByRoute(t *testing.T) {
 	}
 }
 
-// promtool (Debian's prometheus package) accepts the scrape: names, HELP, TYPE, units.
+// promtool (Debian's prometheus package) accepts the scrape (names, HELP, TYPE, units)
+// and the alert rules in docs/prometheus.
 // Without promtool the test is skipped, unless CLIMATE_TEST_PROMTOOL=required (CI).
 func TestMetricsPassPromtool(t *testing.T) {
 	promtool, err := exec.LookPath("promtool")
@@ -136,5 +138,20 @@ func TestMetricsPassPromtool(t *testing.T) {
 	cmd.Stdin = bytes.NewReader(raw)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("promtool check metrics: %v\n%s", err, out)
+	}
+	// The README's alert rules are valid, and name metrics the scrape has.
+	rules := filepath.Join("..", "..", "docs", "prometheus", "alerts.yml")
+	if out, err := exec.Command(promtool, "check", "rules", rules).CombinedOutput(); err != nil {
+		t.Fatalf("promtool check rules: %v\n%s", err, out)
+	}
+	text, err := os.ReadFile(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"climate_event_lateness_seconds_bucket", "climate_notification_delivery_failures_total", "climate_ready"} {
+		base := strings.TrimSuffix(name, "_bucket")
+		if !strings.Contains(string(text), name) || !bytes.Contains(raw, []byte("# TYPE "+base+" ")) {
+			t.Errorf("%s: not in the alert rules, or not in the scrape", name)
+		}
 	}
 }
