@@ -91,6 +91,8 @@ type Tx interface {
 	FlavorStore
 	// Hosts' maintenance windows.
 	MaintenanceStore
+	// The audit trail, written in the transactions of the changes it records.
+	AuditStore
 }
 
 // LeaseFilter selects leases. Zero fields match everything.

@@ -363,8 +363,13 @@ func (e *Engine) transition(ctx context.Context, ev climate.Event, transitional 
 		}
 		if now := e.clock.Now().Truncate(time.Microsecond); ev.Type == climate.EventStartLease && windowOver(l, now) {
 			over = true
+			before := climate.LeaseAuditSummary(l)
 			endUnstarted(l, now)
 			if err := tx.UpdateLease(ctx, l); err != nil {
+				return err
+			}
+			if err := climate.Audit(ctx, tx, climate.BySystem("its end passed before its start was handled: ended without starting"),
+				climate.NotifyEvent(climate.EventEndLease), climate.LeaseAuditTarget(l), before, climate.LeaseAuditSummary(l), now); err != nil {
 				return err
 			}
 			// The lease reached its end state; nothing started, so nothing else is told.
@@ -441,6 +446,7 @@ func (e *Engine) finish(ctx context.Context, ev climate.Event, target climate.Re
 			return err
 		}
 		now := e.clock.Now().Truncate(time.Microsecond)
+		before := climate.LeaseAuditSummary(l)
 		for i := range l.Reservations {
 			r := &l.Reservations[i]
 			to := target
@@ -468,6 +474,14 @@ func (e *Engine) finish(ctx context.Context, ev climate.Event, target climate.Re
 		}
 		l.UpdatedAt = now
 		if err := tx.UpdateLease(ctx, l); err != nil {
+			return err
+		}
+		reason := string(ev.Type) + " event handled"
+		if actionErr != nil {
+			reason = string(ev.Type) + " event failed: " + actionErr.Error()
+		}
+		if err := climate.Audit(ctx, tx, climate.BySystem(reason), climate.NotifyEvent(ev.Type), climate.LeaseAuditTarget(l),
+			before, climate.LeaseAuditSummary(l), now); err != nil {
 			return err
 		}
 		if ev.Type == climate.EventPreemptLease && actionErr == nil {

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"context"
 	"net/http"
 
 	"climate"
@@ -14,8 +15,8 @@ func (s *Server) listLeases(r *http.Request, who climate.Identity) (int, any, er
 	}
 	return list(r, "leases", q.Limit, func(emit func(any, string) error) (bool, error) {
 		return s.Leases.ListLeases(r.Context(), who, q, func(batch []climate.Lease) error {
-			for i := range batch {
-				if err := emit(api.LeaseOf(&batch[i]), batch[i].ID); err != nil {
+			for i, l := range s.leasesJSON(r, batch) {
+				if err := emit(l, batch[i].ID); err != nil {
 					return err
 				}
 			}
@@ -38,15 +39,9 @@ func (s *Server) createLease(r *http.Request, who climate.Identity) (int, any, e
 		return 0, nil, err
 	}
 	if req.DryRun {
-		out := api.LeaseOf(l)
-		for i, res := range l.Reservations {
-			for _, a := range res.Allocations {
-				out.Reservations[i].Hosts = append(out.Reservations[i].Hosts, a.ResourceID)
-			}
-		}
-		return http.StatusOK, map[string]any{"lease": out, "dry_run": true}, nil
+		return http.StatusOK, map[string]any{"lease": s.leaseJSON(r, l), "dry_run": true}, nil
 	}
-	return http.StatusCreated, map[string]any{"lease": api.LeaseOf(l)}, nil
+	return http.StatusCreated, map[string]any{"lease": s.leaseJSON(r, l)}, nil
 }
 
 func (s *Server) getLease(r *http.Request, who climate.Identity) (int, any, error) {
@@ -54,7 +49,43 @@ func (s *Server) getLease(r *http.Request, who climate.Identity) (int, any, erro
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, map[string]any{"lease": api.LeaseOf(l)}, nil
+	return http.StatusOK, map[string]any{"lease": s.leaseJSON(r, l)}, nil
+}
+
+// resourceNamer names hosts and floating IPs by id (the manager does).
+type resourceNamer interface {
+	ResourceNames(ctx context.Context, ids []string) (hosts, addresses map[string]string, err error)
+}
+
+// leaseJSON is l as the API shows it (leasesJSON).
+func (s *Server) leaseJSON(r *http.Request, l *climate.Lease) api.Lease {
+	return s.leasesJSON(r, []climate.Lease{*l})[0]
+}
+
+// leasesJSON is leases as the API shows them, with the names of what their reservations
+// hold when the lease service can tell them (Climate's extension; otherwise their ids),
+// looked up once for all of them.
+func (s *Server) leasesJSON(r *http.Request, leases []climate.Lease) []api.Lease {
+	var ids []string
+	for _, l := range leases {
+		for _, res := range l.Reservations {
+			for _, a := range res.Allocations {
+				ids = append(ids, a.ResourceID)
+			}
+		}
+	}
+	hosts, addresses := map[string]string{}, map[string]string{}
+	if n, ok := s.Leases.(resourceNamer); ok && len(ids) > 0 {
+		if h, a, err := n.ResourceNames(r.Context(), ids); err == nil {
+			hosts, addresses = h, a
+		}
+	}
+	out := make([]api.Lease, len(leases))
+	for i := range leases {
+		out[i] = api.LeaseOf(&leases[i])
+		api.NameResources(&out[i], &leases[i], hosts, addresses)
+	}
+	return out
 }
 
 func (s *Server) updateLease(r *http.Request, who climate.Identity) (int, any, error) {
@@ -70,7 +101,7 @@ func (s *Server) updateLease(r *http.Request, who climate.Identity) (int, any, e
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, map[string]any{"lease": api.LeaseOf(l)}, nil
+	return http.StatusOK, map[string]any{"lease": s.leaseJSON(r, l)}, nil
 }
 
 func (s *Server) deleteLease(r *http.Request, who climate.Identity) (int, any, error) {
@@ -138,8 +169,8 @@ type (
 	allocatedReservJSON = api.AllocatedReservation
 )
 
-func toAllocationJSON(a climate.HostAllocation) allocationJSON {
-	out := allocationJSON{ResourceID: a.HostID, Reservations: make([]allocatedReservJSON, 0, len(a.Reservations))}
+func toAllocationJSON(a climate.HostAllocation, names map[string]string) allocationJSON {
+	out := allocationJSON{ResourceID: a.HostID, ResourceName: names[a.HostID], Reservations: make([]allocatedReservJSON, 0, len(a.Reservations))}
 	for _, r := range a.Reservations {
 		out.Reservations = append(out.Reservations, allocatedReservJSON{ID: r.ID, LeaseID: r.LeaseID, StartDate: api.FormatTime(r.Start), EndDate: api.FormatTime(r.End), Slots: r.Slots})
 	}
@@ -153,8 +184,9 @@ func (s *Server) listAllocations(r *http.Request, who climate.Identity) (int, an
 	}
 	return list(r, "allocations", q.Limit, func(emit func(any, string) error) (bool, error) {
 		return s.Hosts.HostAllocations(r.Context(), who, q, func(batch []climate.HostAllocation) error {
+			names := s.hostNames(r, batch)
 			for _, a := range batch {
-				if err := emit(toAllocationJSON(a), a.HostID); err != nil {
+				if err := emit(toAllocationJSON(a, names), a.HostID); err != nil {
 					return err
 				}
 			}
@@ -180,7 +212,24 @@ func (s *Server) getAllocation(r *http.Request, who climate.Identity) (int, any,
 	if len(found) != 1 {
 		return 0, nil, climate.Errorf(climate.CodeNotFound, "Object with {'host_id': '%s'} not found", r.PathValue("id"))
 	}
-	return http.StatusOK, map[string]any{"allocation": toAllocationJSON(found[0])}, nil
+	return http.StatusOK, map[string]any{"allocation": toAllocationJSON(found[0], s.hostNames(r, found))}, nil
+}
+
+// hostNames names the hosts of allocations, when the lease service can (resourceNamer).
+func (s *Server) hostNames(r *http.Request, allocs []climate.HostAllocation) map[string]string {
+	n, ok := s.Leases.(resourceNamer)
+	if !ok || len(allocs) == 0 {
+		return nil
+	}
+	ids := make([]string, len(allocs))
+	for i, a := range allocs {
+		ids[i] = a.HostID
+	}
+	hosts, _, err := n.ResourceNames(r.Context(), ids)
+	if err != nil {
+		return nil
+	}
+	return hosts
 }
 
 // truthy reads Blazar's query flags (?detail=True); unlike Blazar, "False" and "0" are false.

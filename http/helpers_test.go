@@ -250,6 +250,9 @@ func (n *normalizer) normalize(t testing.TB, body []byte) []byte {
 		t.Fatalf("body is not JSON: %v\n%s", err, body)
 	}
 	sortEvents(v)
+	if m, ok := v.(map[string]any); ok && m["climate"] != nil {
+		m["climate"] = "<build>" // the version document's build: the toolchain's, not the API's
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

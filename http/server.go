@@ -3,6 +3,7 @@
 package http
 
 import (
+	"climate/buildinfo"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -54,6 +55,9 @@ type Server struct {
 	// /v1/os-hosts/…/maintenances); nil: Hosts, when it offers them, else they are left
 	// out (404).
 	Maintenances climate.MaintenanceService
+	// Audit serves the audit trail, GET /v1/audit (Climate's extension); nil: Hosts,
+	// when it offers it, else it is left out (404).
+	Audit climate.AuditService
 	// Observe, when set, is told of every request once answered: the mux pattern that
 	// matched ("" when the request was refused before routing; never the raw path, whose
 	// ids would make a metric's labels unbounded), the method, status and duration.
@@ -81,6 +85,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("/v1", s.versions(true))
 	mux.Handle("/v1/{$}", s.versions(true))
 	mux.Handle("/v1/leases", s.methods(map[string]handler{"GET": s.listLeases, "POST": s.createLease}))
+	mux.Handle("/v1/leases.ics", s.methods(map[string]handler{"GET": s.leasesCalendar}))
 	mux.Handle("/v1/leases/{id}", s.methods(map[string]handler{"GET": s.getLease, "PUT": s.updateLease, "DELETE": s.deleteLease}))
 	mux.Handle("/v1/os-hosts", s.methods(map[string]handler{"GET": s.listHosts, "POST": s.createHost}))
 	mux.Handle("/v1/os-hosts/allocations", s.methods(map[string]handler{"GET": s.listAllocations}))
@@ -116,6 +121,10 @@ func (s *Server) Handler() http.Handler {
 	if s.Notifications != nil {
 		mux.Handle("/v1/events/stream", s.methods(map[string]handler{"GET": s.streamEvents}))
 	}
+	if s.audit() != nil {
+		// Read-only: the trail is written by the changes it records, never through the API.
+		mux.Handle("/v1/audit", s.methods(map[string]handler{"GET": s.listAudit}))
+	}
 	if s.Webhooks != nil {
 		mux.Handle("/v1/webhooks", s.methods(map[string]handler{"GET": s.listWebhooks, "POST": s.createWebhook}))
 		mux.Handle("/v1/webhooks/{id}", s.methods(map[string]handler{"GET": s.getWebhook, "PUT": s.updateWebhook, "DELETE": s.deleteWebhook}))
@@ -129,8 +138,40 @@ func (s *Server) Handler() http.Handler {
 		mux.Handle("/v1/flavors", s.methods(map[string]handler{"GET": s.listFlavors, "POST": s.createFlavor}))
 		mux.Handle("/v1/flavors/{id}", s.methods(map[string]handler{"GET": s.getFlavor, "DELETE": s.deleteFlavor}))
 	}
-	mux.Handle("/", s.methods(nil)) // unknown routes: 404 in Blazar's error shape
+	mux.Handle("/", s.unknownRoute(mux))
 	return s.middleware(mux)
+}
+
+// unsupportedRoutes are Blazar's v1 collections this server does not serve yet.
+var unsupportedRoutes = map[string]string{
+	"networks": "network reservations (Blazar's network plugin)",
+	"devices":  "device reservations (Blazar's device plugin)",
+}
+
+// unknownRoute answers a path no route serves with a 404 in Blazar's error shape that
+// says what may be meant: the same path under /v1 (a client pointed at the server's root
+// rather than its /v1 endpoint), or that a Blazar route is not supported by this server.
+func (s *Server) unknownRoute(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		msg := fmt.Sprintf("The resource %s could not be found.", r.URL.Path)
+		under := r.Clone(r.Context())
+		under.URL.Path = "/v1" + r.URL.Path
+		rest, inV1 := strings.CutPrefix(r.URL.Path, "/v1/")
+		if _, pattern := mux.Handler(under); !inV1 && pattern != "/" {
+			msg += fmt.Sprintf(" The API is under /v1: did you mean %s? (Give the endpoint as …/v1.)", under.URL.Path)
+		} else if what, ok := unsupportedRoutes[strings.SplitN(rest, "/", 2)[0]]; inV1 && ok {
+			msg = fmt.Sprintf("%s are not supported by this server: %s is one of Blazar's routes that Climate does not serve yet.", capitalize(what), r.URL.Path)
+		}
+		s.writeError(w, r, climate.Errorf(climate.CodeNotFound, "%s", msg))
+	})
+}
+
+// capitalize returns s with its first letter in upper case.
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 // handler is an API handler: it returns the status and body to send, or an error.
@@ -176,6 +217,13 @@ func (s *Server) methods(byMethod map[string]handler) http.Handler {
 		}
 		if es, ok := body.(*eventStream); ok {
 			s.writeStream(w, r, es)
+			return
+		}
+		if rb, ok := body.(*rawBody); ok {
+			w.Header().Set("Content-Type", rb.contentType)
+			w.Header().Set("Content-Disposition", rb.disposition)
+			w.WriteHeader(status)
+			_, _ = w.Write(rb.data)
 			return
 		}
 		writeJSON(w, status, body)
@@ -238,6 +286,7 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 			}
 		}
 		r.Body = http.MaxBytesReader(rec, r.Body, MaxBodyBytes)
+		r = r.WithContext(climate.WithRequestID(r.Context(), reqID)) // the audit trail records it
 		if uncleanPath(r.URL.Path) {
 			// ServeMux would redirect these with an HTML body; answer in the API's shape.
 			s.writeError(rec, r, climate.Errorf(climate.CodeNotFound, "The resource %s could not be found.", r.URL.Path))
@@ -314,7 +363,9 @@ func (s *Server) versions(v1Only bool) http.Handler {
 			"id": "v1.0", "status": "CURRENT", "min_version": "1.0", "max_version": "1.0",
 			"links": []map[string]string{{"href": base + "/v1", "rel": "self"}},
 		}}
-		writeJSON(w, http.StatusMultipleChoices, map[string]any{"versions": v})
+		// Climate's build beside Blazar's document, for clients that want to know which
+		// server they talk to (climate version); Blazar's clients read "versions" only.
+		writeJSON(w, http.StatusMultipleChoices, map[string]any{"versions": v, "climate": buildinfo.Get()})
 	})
 }
 

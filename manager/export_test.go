@@ -14,3 +14,12 @@ func CollectLeases(ctx context.Context, m *Manager, who climate.Identity, q clim
 	})
 	return leases, more, err
 }
+
+// CollectAudit returns in one slice the entries ListAudit passes in batches.
+func CollectAudit(ctx context.Context, m *Manager, who climate.Identity, q climate.AuditQuery) (entries []climate.AuditEntry, more bool, err error) {
+	more, err = m.ListAudit(ctx, who, q, func(batch []climate.AuditEntry) error {
+		entries = append(entries, batch...)
+		return nil
+	})
+	return entries, more, err
+}

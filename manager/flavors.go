@@ -40,7 +40,12 @@ func (m *Manager) CreateFlavor(ctx context.Context, who climate.Identity, req cl
 	if len(req.ExtraSpecs) > 0 {
 		f.ExtraSpecs = maps.Clone(req.ExtraSpecs) // none is nil, as the stores give it back
 	}
-	if err := m.store.Update(ctx, func(tx climate.Tx) error { return tx.InsertFlavor(ctx, f) }); err != nil {
+	if err := m.store.Update(ctx, func(tx climate.Tx) error {
+		if err := tx.InsertFlavor(ctx, f); err != nil {
+			return err
+		}
+		return m.audit(ctx, tx, climate.ByUser(who), "flavor.create", climate.AuditTarget{Type: "flavor", ID: f.ID}, nil, flavorSummary(f))
+	}); err != nil {
 		return nil, err
 	}
 	return f, nil
@@ -174,7 +179,16 @@ func (m *Manager) DeleteFlavor(ctx context.Context, who climate.Identity, id str
 	if err := checkFlavorID(id); err != nil {
 		return err
 	}
-	return m.store.Update(ctx, func(tx climate.Tx) error { return tx.DeleteFlavor(ctx, id) })
+	return m.store.Update(ctx, func(tx climate.Tx) error {
+		f, err := tx.GetFlavor(ctx, id)
+		if err != nil {
+			return err
+		}
+		if err := tx.DeleteFlavor(ctx, id); err != nil {
+			return err
+		}
+		return m.audit(ctx, tx, climate.ByUser(who), "flavor.delete", climate.AuditTarget{Type: "flavor", ID: f.ID}, flavorSummary(f), nil)
+	})
 }
 
 // checkFlavorID bounds an id (from a URL or a request) before a store sees it.

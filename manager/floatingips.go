@@ -43,7 +43,12 @@ func (m *Manager) CreateFloatingIP(ctx context.Context, who climate.Identity, re
 		ID: climate.NewID(), FloatingNetworkID: req.FloatingNetworkID, SubnetID: req.SubnetID,
 		Address: addr.String(), Reservable: true, CreatedAt: m.now(),
 	}
-	if err := m.store.Update(ctx, func(tx climate.Tx) error { return tx.InsertFloatingIP(ctx, f) }); err != nil {
+	if err := m.store.Update(ctx, func(tx climate.Tx) error {
+		if err := tx.InsertFloatingIP(ctx, f); err != nil {
+			return err
+		}
+		return m.audit(ctx, tx, climate.ByUser(who), "floatingip.create", climate.AuditTarget{Type: "floatingip", ID: f.ID}, nil, floatingIPSummary(f))
+	}); err != nil {
 		return nil, err
 	}
 	return f, nil
@@ -112,7 +117,10 @@ func (m *Manager) DeleteFloatingIP(ctx context.Context, who climate.Identity, id
 			return climate.Errorf(climate.CodeConflict, "Floating IP %s is reserved by lease %s until %s and cannot be deleted",
 				f.Address, held[0].LeaseID, held[len(held)-1].End.UTC().Format("2006-01-02 15:04"))
 		}
-		return tx.DeleteFloatingIP(ctx, id)
+		if err := tx.DeleteFloatingIP(ctx, id); err != nil {
+			return err
+		}
+		return m.audit(ctx, tx, climate.ByUser(who), "floatingip.delete", climate.AuditTarget{Type: "floatingip", ID: f.ID}, floatingIPSummary(f), nil)
 	})
 }
 

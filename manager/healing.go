@@ -42,6 +42,19 @@ import (
 // maintenanceChange is the window a healing pass is written with: added or removed.
 type maintenanceChange struct {
 	add, remove *climate.Maintenance
+	// who asked for the change; the zero identity for a pass after windows ended.
+	who climate.Identity
+}
+
+// healReason says, in the audit trail, why a pass changed a lease.
+func (c maintenanceChange) healReason() string {
+	switch {
+	case c.add != nil:
+		return "healing: maintenance window " + c.add.ID + " added on host " + c.add.HostID
+	case c.remove != nil:
+		return "healing: maintenance window " + c.remove.ID + " deleted on host " + c.remove.HostID
+	}
+	return "healing: maintenance windows ended"
 }
 
 func (c maintenanceChange) window() *climate.Maintenance {
@@ -396,6 +409,9 @@ func (m *Manager) writeHealing(ctx context.Context, tx climate.Tx, ch maintenanc
 		if err := tx.InsertMaintenance(ctx, ch.add); err != nil {
 			return err
 		}
+		if err := m.audit(ctx, tx, climate.ByUser(ch.who), "maintenance.create", maintenanceAuditTarget(ch.add), nil, maintenanceSummary(ch.add)); err != nil {
+			return err
+		}
 		// A lease committed since the snapshot was planned without the window.
 		cur, err := tx.ListAllocations(ctx, climate.AllocationFilter{ResourceIDs: []string{ch.add.HostID}, From: now})
 		if err != nil {
@@ -412,6 +428,9 @@ func (m *Manager) writeHealing(ctx context.Context, tx climate.Tx, ch maintenanc
 		}
 	case ch.remove != nil:
 		if err := tx.DeleteMaintenance(ctx, ch.remove.ID); err != nil {
+			return err
+		}
+		if err := m.audit(ctx, tx, climate.ByUser(ch.who), "maintenance.delete", maintenanceAuditTarget(ch.remove), maintenanceSummary(ch.remove), nil); err != nil {
 			return err
 		}
 	}
@@ -435,6 +454,17 @@ func (m *Manager) writeHealing(ctx context.Context, tx climate.Tx, ch maintenanc
 			}
 		}
 		if err := tx.UpdateLease(ctx, w.after); err != nil {
+			return err
+		}
+		reason := ch.healReason()
+		if w.why != nil {
+			reason += ": " + w.why.Error()
+		}
+		target := climate.LeaseAuditTarget(w.after)
+		if win := ch.window(); win != nil {
+			target.HostID = win.HostID
+		}
+		if err := m.audit(ctx, tx, climate.BySystem(reason), w.event, target, climate.LeaseAuditSummary(w.before), climate.LeaseAuditSummary(w.after)); err != nil {
 			return err
 		}
 		if err := notify.Add(ctx, tx, w.event, w.after, w.why, now); err != nil {

@@ -43,7 +43,12 @@ func (m *Manager) CreateHost(ctx context.Context, who climate.Identity, fields m
 	if err := applyHostFields(h, rest); err != nil {
 		return nil, err
 	}
-	err := m.store.Update(ctx, func(tx climate.Tx) error { return tx.InsertHost(ctx, h) })
+	err := m.store.Update(ctx, func(tx climate.Tx) error {
+		if err := tx.InsertHost(ctx, h); err != nil {
+			return err
+		}
+		return m.audit(ctx, tx, climate.ByUser(who), "host.create", hostAuditTarget(h), nil, hostSummary(h))
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +210,10 @@ func (m *Manager) UpdateHost(ctx context.Context, who climate.Identity, id strin
 			}
 		}
 		h.UpdatedAt = m.now()
-		return tx.UpdateHost(ctx, h)
+		if err := tx.UpdateHost(ctx, h); err != nil {
+			return err
+		}
+		return m.audit(ctx, tx, climate.ByUser(who), "host.update", hostAuditTarget(h), hostSummary(&before), hostSummary(h))
 	})
 	if err != nil {
 		return nil, err
@@ -276,7 +284,8 @@ func (m *Manager) DeleteHost(ctx context.Context, who climate.Identity, id strin
 		return err
 	}
 	return m.store.Update(ctx, func(tx climate.Tx) error {
-		if _, err := tx.GetHost(ctx, id); err != nil {
+		h, err := tx.GetHost(ctx, id)
+		if err != nil {
 			return err
 		}
 		allocs, err := tx.ListAllocations(ctx, climate.AllocationFilter{ResourceIDs: []string{id}, From: m.now()})
@@ -286,7 +295,10 @@ func (m *Manager) DeleteHost(ctx context.Context, who climate.Identity, id strin
 		if len(allocs) > 0 {
 			return climate.Errorf(climate.CodeConflict, "Can't delete host %s. The host is reserved.", id)
 		}
-		return tx.DeleteHost(ctx, id)
+		if err := tx.DeleteHost(ctx, id); err != nil {
+			return err
+		}
+		return m.audit(ctx, tx, climate.ByUser(who), "host.delete", hostAuditTarget(h), hostSummary(h), nil)
 	})
 }
 
@@ -335,11 +347,20 @@ func (m *Manager) SetHostPropertyPrivate(ctx context.Context, who climate.Identi
 	}
 	p := &climate.ResourceProperty{ResourceType: climate.ResourceTypeHost, Name: name, Private: private, UpdatedAt: m.now()}
 	err := m.store.Update(ctx, func(tx climate.Tx) error {
+		props, err := tx.ListResourceProperties(ctx, climate.ResourceTypeHost)
+		if err != nil {
+			return err
+		}
+		var before map[string]any
+		for _, q := range props {
+			if q.Name == name {
+				before = map[string]any{"private": q.Private}
+			}
+		}
 		if err := tx.UpdateResourceProperty(ctx, p); err != nil {
 			return err
 		}
-		props, err := tx.ListResourceProperties(ctx, climate.ResourceTypeHost)
-		if err != nil {
+		if props, err = tx.ListResourceProperties(ctx, climate.ResourceTypeHost); err != nil {
 			return err
 		}
 		for _, q := range props {
@@ -347,7 +368,8 @@ func (m *Manager) SetHostPropertyPrivate(ctx context.Context, who climate.Identi
 				*p = q
 			}
 		}
-		return nil
+		target := climate.AuditTarget{Type: "resource_property", ID: climate.ResourceTypeHost + ":" + name}
+		return m.audit(ctx, tx, climate.ByUser(who), "resource_property.update", target, before, map[string]any{"private": p.Private})
 	})
 	if err != nil {
 		return nil, err

@@ -145,10 +145,13 @@ func (m *Manager) CreateLease(ctx context.Context, who climate.Identity, req cli
 		if err := tx.InsertLease(ctx, l); err != nil {
 			return err
 		}
+		if err := m.audit(ctx, tx, climate.ByUser(who), auditLeaseCreate, climate.LeaseAuditTarget(l), nil, climate.LeaseAuditSummary(l)); err != nil {
+			return err
+		}
 		return notify.Add(ctx, tx, climate.NotifyLeaseCreate, l, nil, now)
 	})
 	if climate.ErrorCode(err) == climate.CodeConflict && l.Type.Waits() && !req.DryRun {
-		err = m.insertWaiting(ctx, l, now) // it waits for capacity
+		err = m.insertWaiting(ctx, who, l, now) // it waits for capacity
 	}
 	if err != nil {
 		m.deleteTrust(l) // no lease, no trust left behind (Blazar leaves it)
@@ -300,7 +303,7 @@ func (m *Manager) planAndCommit(ctx context.Context, l, prev *climate.Lease, opt
 			if err := write(tx); err != nil {
 				return err
 			}
-			return writeCuts(ctx, tx, cutLeases, now)
+			return m.writeCuts(ctx, tx, l, cutLeases, now)
 		}, func() []climate.Allocation { return append(allocationsOf(prev), cutRemoved...) },
 			func() []climate.Allocation { return append(allocationsOf(l), cutAdded...) })
 		if !errors.Is(err, climate.ErrConflictRetry) {
@@ -433,7 +436,7 @@ func (m *Manager) UpdateLease(ctx context.Context, who climate.Identity, id stri
 	}
 	renameOnly := !u.Start.IsSet() && !u.End.IsSet() && u.BeforeEnd == nil && u.BeforeStart == nil && len(u.Reservations) == 0
 	if renameOnly {
-		return l, m.commitUpdate(ctx, cur, l, false)
+		return l, m.commitUpdate(ctx, who, cur, l, false)
 	}
 	start, end := cur.Start, cur.End
 	if u.Start.IsSet() {
@@ -527,7 +530,7 @@ func (m *Manager) UpdateLease(ctx context.Context, who climate.Identity, id stri
 	if err := m.moveBeforeStart(l, cur, u.BeforeStart, started, now); err != nil {
 		return nil, err
 	}
-	return l, m.commitUpdate(ctx, cur, l, true)
+	return l, m.commitUpdate(ctx, who, cur, l, true)
 }
 
 // moveBeforeStart keeps the before_start_lease heads-up with an updated lease: at the given
@@ -576,7 +579,7 @@ func (m *Manager) moveBeforeStart(l, cur *climate.Lease, given *time.Time, start
 
 // commitUpdate writes l over cur, re-planning hosts when replan is set. The write fails
 // with a conflict if the lease changed status meanwhile (an event fired).
-func (m *Manager) commitUpdate(ctx context.Context, cur, l *climate.Lease, replan bool) error {
+func (m *Manager) commitUpdate(ctx context.Context, who climate.Identity, cur, l *climate.Lease, replan bool) error {
 	write := func(tx climate.Tx) error {
 		now, err := tx.GetLease(ctx, l.ID)
 		if err != nil {
@@ -586,6 +589,9 @@ func (m *Manager) commitUpdate(ctx context.Context, cur, l *climate.Lease, repla
 			return climate.Errorf(climate.CodeConflict, "Lease %s changed status (now %s) while it was being updated; try again", l.ID, now.Status)
 		}
 		if err := tx.UpdateLease(ctx, l); err != nil {
+			return err
+		}
+		if err := m.audit(ctx, tx, climate.ByUser(who), auditLeaseUpdate, climate.LeaseAuditTarget(l), climate.LeaseAuditSummary(now), climate.LeaseAuditSummary(l)); err != nil {
 			return err
 		}
 		return notify.Add(ctx, tx, climate.NotifyLeaseUpdate, l, nil, l.UpdatedAt)
@@ -623,6 +629,9 @@ func (m *Manager) DeleteLease(ctx context.Context, who climate.Identity, id stri
 		}
 		deleted = l
 		if err := tx.DeleteLease(ctx, id); err != nil {
+			return err
+		}
+		if err := m.audit(ctx, tx, climate.ByUser(who), auditLeaseDelete, climate.LeaseAuditTarget(l), climate.LeaseAuditSummary(l), nil); err != nil {
 			return err
 		}
 		return notify.Add(ctx, tx, climate.NotifyLeaseDelete, l, nil, m.now())

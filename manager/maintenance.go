@@ -93,7 +93,7 @@ func (m *Manager) CreateMaintenance(ctx context.Context, who climate.Identity, h
 	if _, err := m.host(ctx, hostID); err != nil {
 		return nil, nil, err
 	}
-	healed, err := m.heal(ctx, maintenanceChange{add: w})
+	healed, err := m.heal(ctx, maintenanceChange{add: w, who: who})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -175,7 +175,7 @@ func (m *Manager) DeleteMaintenance(ctx context.Context, who climate.Identity, h
 	if err != nil {
 		return nil, err
 	}
-	healed, err := m.heal(ctx, maintenanceChange{remove: w})
+	healed, err := m.heal(ctx, maintenanceChange{remove: w, who: who})
 	if err != nil {
 		return nil, err
 	}

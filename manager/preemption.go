@@ -248,10 +248,19 @@ func allShared(allocs []climate.Allocation) bool {
 	return true
 }
 
-// writeCuts writes the preemptible leases reclaim cut, each with a lease.update.
-func writeCuts(ctx context.Context, tx climate.Tx, cutLeases []*climate.Lease, now time.Time) error {
+// writeCuts writes the preemptible leases reclaim cut for lease by, each with a
+// lease.update and an audit entry in the service's name.
+func (m *Manager) writeCuts(ctx context.Context, tx climate.Tx, by *climate.Lease, cutLeases []*climate.Lease, now time.Time) error {
 	for _, p := range cutLeases {
+		before, err := tx.GetLease(ctx, p.ID) // as stored: reclaim cut p in memory only
+		if err != nil {
+			return err
+		}
 		if err := tx.UpdateLease(ctx, p); err != nil {
+			return err
+		}
+		reason := "resources taken back for lease " + by.ID + " (on_preempt " + string(p.OnPreempt) + ")"
+		if err := m.audit(ctx, tx, climate.BySystem(reason), auditLeasePreempted, climate.LeaseAuditTarget(p), climate.LeaseAuditSummary(before), climate.LeaseAuditSummary(p)); err != nil {
 			return err
 		}
 		if err := notify.Add(ctx, tx, climate.NotifyLeaseUpdate, p, nil, now); err != nil {

@@ -356,3 +356,29 @@ func TestPreemptibleSlotsAndFloatingIPs(t *testing.T) {
 	}
 	assertNoOverlap(t, st, 0)
 }
+
+// Updating a preemptible lease fits it again: extended past a booking of its host, it is
+// given the host until that booking, with a notice; moved clear of it, the notice goes.
+func TestUpdatePreemptibleLease(t *testing.T) {
+	m, st, _, _ := preemptSetup(t, 0, 1)
+	p := mustCreate(t, m, preemptible("sweep", time.Hour, 3*time.Hour, "", 1, 1))
+	mustCreate(t, m, lease("later", 5*time.Hour, 6*time.Hour, 1))
+	u, err := m.UpdateLease(context.Background(), alice, p.ID, climate.LeaseUpdate{End: at(10 * time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !u.End.Equal(t0.Add(5*time.Hour)) || !allocEnds(u)[hostsOf(u)[0]].Equal(t0.Add(5*time.Hour)) {
+		t.Errorf("extended to 10h over a booking at 5h: lease until %s, host until %v; want 5h", u.End, allocEnds(u))
+	}
+	if ev := eventTimes(u, climate.EventPreemptLease); len(ev) != 1 || !ev[0].Equal(t0.Add(5*time.Hour-notice)) {
+		t.Errorf("notices %v; want one at 5h less the notice", ev)
+	}
+	u, err = m.UpdateLease(context.Background(), alice, p.ID, climate.LeaseUpdate{End: at(4 * time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !u.End.Equal(t0.Add(4*time.Hour)) || len(eventTimes(u, climate.EventPreemptLease)) != 0 {
+		t.Errorf("shortened to 4h: until %s, notices %v; want 4h and none", u.End, eventTimes(u, climate.EventPreemptLease))
+	}
+	assertNoOverlap(t, st, 0)
+}

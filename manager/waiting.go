@@ -66,7 +66,7 @@ func setRetryUntil(req climate.LeaseRequest, l *climate.Lease) error {
 // insertWaiting stores l, which does not fit now, as waiting for capacity: no
 // allocations, and one event, its deadline. Its dates are the window it asked for; it
 // keeps their length when it starts.
-func (m *Manager) insertWaiting(ctx context.Context, l *climate.Lease, now time.Time) error {
+func (m *Manager) insertWaiting(ctx context.Context, who climate.Identity, l *climate.Lease, now time.Time) error {
 	l.Status = l.Type.WaitingStatus()
 	for i := range l.Reservations {
 		l.Reservations[i].Allocations = nil
@@ -75,6 +75,9 @@ func (m *Manager) insertWaiting(ctx context.Context, l *climate.Lease, now time.
 		Status: climate.EventUndone, CreatedAt: now}}
 	return m.store.Update(ctx, func(tx climate.Tx) error {
 		if err := tx.InsertLease(ctx, l); err != nil {
+			return err
+		}
+		if err := m.audit(ctx, tx, climate.ByUser(who), auditLeaseCreate, climate.LeaseAuditTarget(l), nil, climate.LeaseAuditSummary(l)); err != nil {
 			return err
 		}
 		return notify.Add(ctx, tx, climate.NotifyLeaseCreate, l, nil, now)
@@ -277,12 +280,16 @@ func (m *Manager) countRetries(ctx context.Context, ids []string, now time.Time)
 				}
 				continue
 			}
+			before := climate.LeaseAuditSummary(l)
 			giveUp(l, now)
 			gaveUp++
 			if err := tx.UpdateLease(ctx, l); err != nil {
 				return err
 			}
 			why := fmt.Errorf("gave up after %d re-plans that did not fit (max_retries)", l.Retries)
+			if err := m.audit(ctx, tx, climate.BySystem(why.Error()), auditLeaseGaveUp, climate.LeaseAuditTarget(l), before, climate.LeaseAuditSummary(l)); err != nil {
+				return err
+			}
 			if err := notify.Add(ctx, tx, climate.NotifyEvent(climate.EventRetryDeadline), l, why, now); err != nil {
 				return err
 			}
@@ -432,6 +439,9 @@ func (m *Manager) bookWaiting(ctx context.Context, w *climate.Lease, start time.
 			return errNoLongerWaiting
 		}
 		if err := tx.UpdateLease(ctx, l); err != nil {
+			return err
+		}
+		if err := m.audit(ctx, tx, climate.BySystem("a waiting lease fits: booked"), auditLeaseBooked, climate.LeaseAuditTarget(l), climate.LeaseAuditSummary(cur), climate.LeaseAuditSummary(l)); err != nil {
 			return err
 		}
 		return notify.Add(ctx, tx, climate.NotifyLeaseUpdate, l, nil, now)

@@ -48,4 +48,6 @@ var Defaults = []RuleDefault{
 	{"climate:webhooks:post", "rule:project_member_or_admin", "Climate: Create a webhook (POST /v1/webhooks)."},
 	{"climate:webhooks:put", "rule:project_member_or_admin", "Climate: Update a webhook (PUT /v1/webhooks/{webhook_id})."},
 	{"climate:webhooks:delete", "rule:project_member_or_admin", "Climate: Delete a webhook (DELETE /v1/webhooks/{webhook_id})."},
+
+	{"climate:audit:get", "rule:admin", "Climate: List the audit trail of changes, who made them and when (GET /v1/audit)."},
 }

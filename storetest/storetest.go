@@ -54,6 +54,7 @@ func Run(t *testing.T, open func(t *testing.T) climate.Store) {
 		{"FlavorsNotInventory", testFlavorsNotInventory},
 		{"Maintenances", testMaintenances},
 		{"DegradedLeases", testDegradedLeases},
+		{"Audit", testAudit},
 		{"Rollback", testRollback},
 		{"CancelledContext", testCancelledContext},
 		{"ViewRejectsWrites", testViewRejectsWrites},

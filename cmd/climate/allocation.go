@@ -13,6 +13,7 @@ import (
 // allocationRow is one host held by one reservation: the rows of allocation tables.
 type allocationRow struct {
 	ResourceID    string `json:"resource_id"`
+	Host          string `json:"host"` // its hypervisor hostname
 	ReservationID string `json:"reservation_id"`
 	LeaseID       string `json:"lease_id"`
 	StartDate     string `json:"start_date"`
@@ -194,10 +195,10 @@ func printAllocations(cmd *cobra.Command, o *clientOptions, allocs []api.Allocat
 	rows := []allocationRow{}
 	for _, a := range allocs {
 		for _, r := range a.Reservations {
-			rows = append(rows, allocationRow{a.ResourceID, r.ID, r.LeaseID, r.StartDate, r.EndDate, r.Slots})
+			rows = append(rows, allocationRow{a.ResourceID, a.ResourceName, r.ID, r.LeaseID, r.StartDate, r.EndDate, r.Slots})
 		}
 	}
-	return o.out.printList(cmd.OutOrStdout(), rows, []string{"resource_id", "reservation_id", "lease_id", "start_date", "end_date", "slots"})
+	return o.out.printList(cmd.OutOrStdout(), rows, []string{"resource_id", "host", "reservation_id", "lease_id", "start_date", "end_date", "slots"})
 }
 
 func firstErr(errs ...error) error {

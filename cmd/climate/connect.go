@@ -6,10 +6,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"sigs.k8s.io/yaml"
+	"go.yaml.in/yaml/v2"
 
 	"climate/http/client"
 )
@@ -25,8 +27,8 @@ type clientOptions struct {
 // clientConfig is the config file: $XDG_CONFIG_HOME/climate/config.yaml (or
 // ~/.config/climate/config.yaml), or the file named by --config / CLIMATE_CONFIG.
 type clientConfig struct {
-	URL   string `json:"url"`
-	Token string `json:"token"`
+	URL   string `json:"url" yaml:"url"`
+	Token string `json:"token" yaml:"token"`
 }
 
 const clientHelp = `The server comes from --url, CLIMATE_URL or the config file (default
@@ -103,9 +105,21 @@ func loadClientConfig(path string) (clientConfig, string, error) {
 		return cfg, path, fmt.Errorf("config file: %v", err)
 	}
 	if err := yaml.UnmarshalStrict(b, &cfg); err != nil {
-		return cfg, path, fmt.Errorf("config file %s: %v (want YAML with url: and token:)", path, err)
+		return cfg, path, configError(path, err)
 	}
 	return cfg, path, nil
+}
+
+// unknownKey matches yaml's report of a key the config does not have.
+var unknownKey = regexp.MustCompile(`line (\d+): field (\S+) not found in type`)
+
+// configError says what is wrong with the config file at path: the line and the unknown
+// key, or yaml's own words for a file that is not YAML.
+func configError(path string, err error) error {
+	if m := unknownKey.FindStringSubmatch(err.Error()); m != nil {
+		return fmt.Errorf("config file %s, line %s: unknown key %q (the keys are url and token)", path, m[1], m[2])
+	}
+	return fmt.Errorf("config file %s: %s (want YAML with url: and token:)", path, strings.TrimPrefix(err.Error(), "yaml: "))
 }
 
 func defaultConfigPath() string {

@@ -31,7 +31,7 @@ func parseDate(flag, s string, base time.Time) (t time.Time, now bool, err error
 		if !ok {
 			return time.Time{}, false, fmt.Errorf("--%s %q: %q is not a duration; use forms like +30m, +2h, +1d12h", flag, s, rest)
 		}
-		return base.Add(d).UTC().Truncate(time.Second), false, nil
+		return base.Add(d).UTC().Truncate(time.Microsecond), false, nil // the server keeps microseconds
 	}
 	for _, layout := range dateLayouts {
 		if t, err := time.ParseInLocation(layout, s, time.UTC); err == nil {
@@ -41,8 +41,8 @@ func parseDate(flag, s string, base time.Time) (t time.Time, now bool, err error
 	return time.Time{}, false, fmt.Errorf("--%s %q: not a date; want %s", flag, s, dateHelp)
 }
 
-// wireDate formats an instant for a request.
-func wireDate(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+// wireDate formats an instant for a request, to the microsecond (the server's precision).
+func wireDate(t time.Time) string { return t.UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano) }
 
 // parseDelta reads the duration of --prolong-for and friends: Blazar's N[s|m|h|d] and
 // Go-style forms such as 1d12h.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"climate"
 	"fmt"
 	"slices"
 	"strings"
@@ -93,12 +94,14 @@ func newHostShowCmd(o *clientOptions) *cobra.Command {
 
 func newHostCreateCmd(o *clientOptions) *cobra.Command {
 	var extras []string
+	var hf hostFieldFlags
 	cmd := &cobra.Command{
 		Use:   "create NAME",
 		Short: "Register a host by its hypervisor hostname",
-		Long: `Register the host whose hypervisor hostname is NAME. Each --extra KEY=VALUE sets an
-extra capability that reservations can filter on (resource_properties).`,
-		Example: `  climate host create node-1
+		Long: `Register the host whose hypervisor hostname is NAME. --vcpus, --memory-mb and
+--local-gb say what it offers instance slots; each --extra KEY=VALUE sets an extra
+capability that reservations can filter on (resource_properties).`,
+		Example: `  climate host create node-1 --vcpus 32 --memory-mb 131072 --local-gb 900
   climate host create gpu-7 --extra gpu=true --extra gpu_model=a100 --extra rack=r4`,
 		Args: exactArgs(1, "NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -106,6 +109,7 @@ extra capability that reservations can filter on (resource_properties).`,
 			if err != nil {
 				return err
 			}
+			hf.set(cmd, fields)
 			fields["name"] = args[0]
 			c, err := o.client(cmd)
 			if err != nil {
@@ -119,11 +123,41 @@ extra capability that reservations can filter on (resource_properties).`,
 		},
 	}
 	cmd.Flags().StringArrayVar(&extras, "extra", nil, "extra capability KEY=VALUE (repeatable)")
+	hf.addFlags(cmd)
 	return cmd
+}
+
+// hostFieldNames are the built-in host fields that have flags (hostFieldFlags).
+var hostFieldNames = []string{"vcpus", "memory_mb", "local_gb", "hypervisor_type", "availability_zone"}
+
+// hostFieldFlags are the built-in host fields a command sets by flag, not by --extra.
+type hostFieldFlags struct {
+	vcpus, memoryMB, localGB         int
+	hypervisorType, availabilityZone string
+}
+
+func (h *hostFieldFlags) addFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.IntVar(&h.vcpus, "vcpus", 0, "the host's vCPUs (what instance slots may use)")
+	f.IntVar(&h.memoryMB, "memory-mb", 0, "the host's memory in MB")
+	f.IntVar(&h.localGB, "local-gb", 0, "the host's local disk in GB")
+	f.StringVar(&h.hypervisorType, "hypervisor-type", "", "the hypervisor type (e.g. QEMU)")
+	f.StringVar(&h.availabilityZone, "availability-zone", "", "the host's availability zone")
+}
+
+// set puts the flags given on the command line into fields.
+func (h *hostFieldFlags) set(cmd *cobra.Command, fields map[string]any) {
+	for name, v := range map[string]any{"vcpus": h.vcpus, "memory-mb": h.memoryMB, "local-gb": h.localGB,
+		"hypervisor-type": h.hypervisorType, "availability-zone": h.availabilityZone} {
+		if cmd.Flags().Changed(name) {
+			fields[strings.ReplaceAll(name, "-", "_")] = fmt.Sprint(v)
+		}
+	}
 }
 
 func newHostUpdateCmd(o *clientOptions) *cobra.Command {
 	var extras []string
+	var hf hostFieldFlags
 	cmd := &cobra.Command{
 		Use:     "update NAME|ID",
 		Aliases: []string{"set"},
@@ -137,8 +171,9 @@ func newHostUpdateCmd(o *clientOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			hf.set(cmd, fields)
 			if len(fields) == 0 {
-				return fmt.Errorf("nothing to change: give --extra KEY=VALUE")
+				return fmt.Errorf("nothing to change: give --extra KEY=VALUE or a field's flag (--vcpus, …)")
 			}
 			c, err := o.client(cmd)
 			if err != nil {
@@ -155,6 +190,7 @@ func newHostUpdateCmd(o *clientOptions) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringArrayVar(&extras, "extra", nil, "extra capability KEY=VALUE (repeatable)")
+	hf.addFlags(cmd)
 	return cmd
 }
 
@@ -197,6 +233,14 @@ func parseExtras(extras []string) (map[string]any, error) {
 		}
 		if _, dup := fields[k]; dup {
 			return nil, fmt.Errorf("--extra %s is given twice", k)
+		}
+		switch {
+		case slices.Contains(hostFieldNames, k):
+			return nil, fmt.Errorf("--extra %s: %s is a built-in host field, not an extra capability; set it with --%s", e, k, strings.ReplaceAll(k, "_", "-"))
+		case k == "name":
+			return nil, fmt.Errorf("--extra %s: the name is the NAME argument", e)
+		case k != "reservable" && climate.IsHostColumn(k): // reservable=false is how Blazar takes a host out
+			return nil, fmt.Errorf("--extra %s: %s is a built-in host field the server sets; it cannot be set here", e, k)
 		}
 		fields[k] = v
 	}

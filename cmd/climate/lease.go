@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -26,7 +27,44 @@ func newLeaseCmd() *cobra.Command {
 	}
 	o := addClientFlags(cmd)
 	cmd.AddCommand(newLeaseListCmd(o), newLeaseShowCmd(o), newLeaseCreateCmd(o), newLeaseUpdateCmd(o),
-		newLeaseDeleteCmd(o), newLeaseWaitCmd(o))
+		newLeaseDeleteCmd(o), newLeaseWaitCmd(o), newLeaseCalendarCmd(o))
+	return cmd
+}
+
+func newLeaseCalendarCmd(o *clientOptions) *cobra.Command {
+	var q client.LeaseQuery
+	var file string
+	cmd := &cobra.Command{
+		Use:   "calendar [--file FILE]",
+		Short: "Export leases as an iCalendar file for calendar tools",
+		Long: `Write the leases you may list (the server's GET /v1/leases.ics) as an iCalendar
+(.ics) file, one event per lease over its window: to standard output, or to --file.
+Import it into a calendar tool, or subscribe to the URL with a client that can send
+the X-Auth-Token header.`,
+		Example: `  climate lease calendar > leases.ics
+  climate lease calendar --status ACTIVE,PENDING --file ~/leases.ics
+  climate lease calendar --project physics --file physics.ics   # admins`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := o.client(cmd)
+			if err != nil {
+				return err
+			}
+			cal, err := c.LeasesCalendar(cmd.Context(), q)
+			if err != nil {
+				return err
+			}
+			if file == "" {
+				_, err = cmd.OutOrStdout().Write(cal)
+				return err
+			}
+			return os.WriteFile(file, cal, 0o644)
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&q.Statuses, "status", nil, "only leases in these statuses (PENDING, ACTIVE, TERMINATED, …; comma-separated or repeated)")
+	f.StringVar(&q.ProjectID, "project", "", "only this project's leases (admins)")
+	f.StringVar(&file, "file", "", "write the calendar to this file instead of standard output")
 	return cmd
 }
 
@@ -261,7 +299,7 @@ func (lo *leaseCreateOptions) request(name string, now time.Time) (api.LeaseRequ
 	if !startNow {
 		req.StartDate, base = wireDate(start), start
 	}
-	end := base.Add(24 * time.Hour).UTC().Truncate(time.Second)
+	end := base.Add(24 * time.Hour).UTC().Truncate(time.Microsecond)
 	if lo.end != "" {
 		t, endNow, err := parseDate("end-date", lo.end, base)
 		if err != nil {
@@ -336,10 +374,12 @@ func newLeaseUpdateCmd(o *clientOptions) *cobra.Command {
 		Short:   "Rename, move, extend or shorten a lease, or resize its reservations",
 		Long: `Change a lease. The end moves with --end-date, --prolong-for or --reduce-by; the start
 with --start-date, --defer-by or --advance-by (only before the lease starts). Durations
-are like 30m, 2h, 1d or 1d12h. --reservation changes one reservation, named by its id.`,
+are like 30m, 2h, 1d or 1d12h. --reservation changes one reservation, named by its id
+(not needed when the lease has only one).`,
 		Example: `  climate lease update train --prolong-for 2h
   climate lease update train --defer-by 1d --prolong-for 1d
   climate lease update train --name train-v2 --end-date "2030-01-08 18:00"
+  climate lease update train --reservation max=4                       # its only reservation
   climate lease update train --reservation id=RESERVATION_ID,max=4`,
 		Args:              exactArgs(1, "NAME|ID"),
 		ValidArgsFunction: completeLeases(o),
@@ -375,7 +415,7 @@ are like 30m, 2h, 1d or 1d12h. --reservation changes one reservation, named by i
 	f.StringVar(&uo.reduce, "reduce-by", "", "move the end earlier by this much")
 	f.StringVar(&uo.deferBy, "defer-by", "", "move the start later by this much")
 	f.StringVar(&uo.advance, "advance-by", "", "move the start earlier by this much")
-	f.StringArrayVar(&uo.reservations, "reservation", nil, "change a reservation: id=RESERVATION_ID,KEY=VALUE,… (hosts: min, max, hypervisor_properties, resource_properties; instances: amount, vcpus, memory_mb, disk_gb, affinity, resource_properties, flavor_id; floating IPs: amount, required_floatingips; repeatable)")
+	f.StringArrayVar(&uo.reservations, "reservation", nil, "change a reservation: [id=RESERVATION_ID,]KEY=VALUE,… (the id may be left out when the lease has one reservation) (hosts: min, max, hypervisor_properties, resource_properties; instances: amount, vcpus, memory_mb, disk_gb, affinity, resource_properties, flavor_id; floating IPs: amount, required_floatingips; repeatable)")
 	return cmd
 }
 
@@ -467,7 +507,12 @@ func (uo *leaseUpdateOptions) update(l *api.Lease) (api.LeaseUpdate, error) {
 			return u, err
 		}
 		if _, ok := r["id"]; !ok {
-			return u, fmt.Errorf("--reservation %q: id=RESERVATION_ID is required on update (see climate lease show %s)", s, l.Name)
+			// A lease's only reservation needs no naming.
+			if len(l.Reservations) != 1 {
+				return u, fmt.Errorf("--reservation %q: lease %s has %d reservations: name one with id=RESERVATION_ID (see climate lease show %s)",
+					s, l.Name, len(l.Reservations), l.Name)
+			}
+			r["id"] = l.Reservations[0].ID
 		}
 		u.Reservations = append(u.Reservations, r)
 	}

@@ -16,7 +16,7 @@ func addLimitFlags(f *pflag.FlagSet, l *climatehttp.Limits) {
 	f.DurationVar(&l.BodyTimeout, "body-timeout", climatehttp.DefaultBodyTimeout, "most time a client may take to send a request's body, after its headers")
 	f.DurationVar(&l.WriteTimeout, "write-timeout", climatehttp.DefaultWriteTimeout, "most time from a request's headers to the end of its response (longer than the slowest request)")
 	f.DurationVar(&l.IdleTimeout, "idle-timeout", climatehttp.DefaultIdleTimeout, "close a keep-alive connection idle this long")
-	f.IntVar(&l.MaxConnections, "max-connections", defaultMaxConnections(), fmt.Sprintf("most connections open at once; the default is %d or less, to stay below the open-file limit; 0 = no bound", climatehttp.DefaultMaxConnections))
+	f.IntVar(&l.MaxConnections, "max-connections", defaultMaxConnections(), "most connections open at once (the default stays below the open-file limit); 0 = no bound")
 	f.IntVar(&l.MaxConnectionsPerClient, "max-connections-per-client", climatehttp.DefaultMaxConnectionsPerClient, "most connections open at once from one client address (IPv6: one /64); 0 = no bound")
 	l.MaxHeaderBytes = climatehttp.DefaultMaxHeaderBytes
 }

@@ -4,20 +4,20 @@
 package main
 
 import (
+	"climate/buildinfo"
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"climate/http/client"
 )
-
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "dev"
 
 func main() {
 	if err := newRootCmd().Execute(); err != nil {
@@ -47,6 +47,7 @@ the client config file.`,
   climate host create node-1 --extra gpu=true
   climate lease create train --reservation resource_type=physical:host,min=1,max=1 --end-date +2h
   climate lease list`,
+		Version:       buildinfo.Get().String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
@@ -54,14 +55,40 @@ the client config file.`,
 		},
 	}
 	root.AddCommand(newServeCmd(), newMigrateCmd(), newVersionCmd(), newBenchCmd(),
-		newLeaseCmd(), newHostCmd(), newFloatingIPCmd(), newFlavorCmd(), newAllocationCmd(), newAvailabilityCmd(), newEventsCmd(), newWebhookCmd(),
+		newLeaseCmd(), newHostCmd(), newFloatingIPCmd(), newFlavorCmd(), newAllocationCmd(), newAvailabilityCmd(), newEventsCmd(), newWebhookCmd(), newAuditCmd(),
 		newPolicyCmd(), newKeystoneCmd())
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return fmt.Errorf("%v (see %s --help)", err, cmd.CommandPath())
 	})
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.AddCommand(newCompletionCmd())
+	root.SetVersionTemplate("climate {{.Version}}\n")
+	refuseUnknownSubcommands(root)
 	return root
+}
+
+// refuseUnknownSubcommands makes every command group (lease, host, …) answer an unknown
+// subcommand as the root does: an error with suggestions and a non-zero exit, where cobra
+// would print the group's help and succeed. A group given nothing still shows its help.
+func refuseUnknownSubcommands(cmd *cobra.Command) {
+	for _, sub := range cmd.Commands() {
+		refuseUnknownSubcommands(sub)
+	}
+	if !cmd.HasParent() || !cmd.HasSubCommands() || cmd.Runnable() {
+		return
+	}
+	cmd.SuggestionsMinimumDistance = 2 // as cobra's root; SuggestionsFor has no default
+	cmd.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return nil
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t")
+		}
+		return fmt.Errorf("%s\n\nRun '%s --help' for usage.", msg, cmd.CommandPath())
+	}
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 }
 
 // envName is the environment variable that sets a flag: CLIMATE_ plus the flag name in
@@ -127,13 +154,49 @@ server (CLIMATE_URL / config file), so completion works best with a reachable se
 }
 
 func newVersionCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:     "version",
-		Short:   "Print the version of this binary",
-		Example: "  climate version",
+	cmd := &cobra.Command{
+		Use:   "version",
+		Short: "Print the version of this binary and of the server",
+		Long: `Print this binary's version, the commit and time it was built from and the Go that
+built it, then the same for the server at --url (or CLIMATE_URL, the config file) when
+it answers. An unreachable server is reported, not an error.`,
+		Example: "  climate version\n  climate version -o json\n  climate --version",
 		Args:    cobra.NoArgs,
-		Run: func(cmd *cobra.Command, _ []string) {
-			fmt.Fprintln(cmd.OutOrStdout(), "climate", version)
-		},
 	}
+	o := addClientFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		me := buildinfo.Get()
+		r := versionReport{Version: me.Version, Commit: me.Commit, Date: me.Date, Go: me.Go, Platform: me.Platform}
+		c, err := o.client(cmd)
+		if err != nil {
+			return err
+		}
+		r.Server = c.URL()
+		ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Second)
+		defer cancel()
+		switch srv, err := c.ServerBuild(ctx); {
+		case err != nil:
+			r.ServerError = err.Error()
+		case srv == nil:
+			r.ServerError = "the server answers Blazar's API but does not say which build it is (not Climate?)"
+		default:
+			r.ServerVersion, r.ServerCommit, r.ServerGo = srv.Version, srv.Commit, srv.Go
+		}
+		return o.out.printObject(cmd.OutOrStdout(), r)
+	}
+	return cmd
+}
+
+// versionReport is what climate version prints.
+type versionReport struct {
+	Version       string `json:"version"`
+	Commit        string `json:"commit"`
+	Date          string `json:"date"`
+	Go            string `json:"go"`
+	Platform      string `json:"platform"`
+	Server        string `json:"server"`
+	ServerVersion string `json:"server_version"`
+	ServerCommit  string `json:"server_commit"`
+	ServerGo      string `json:"server_go"`
+	ServerError   string `json:"server_error,omitempty"`
 }

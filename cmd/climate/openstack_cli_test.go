@@ -130,4 +130,11 @@ func TestOpenStackCLI(t *testing.T) {
 	if run(&list, "floatingip", "list"); len(list) != 0 {
 		t.Fatalf("after delete: %v", list)
 	}
+
+	// An endpoint given without /v1 gets a hint at it (issue 18, item 18).
+	cmd := exec.Command(openstack, "--os-auth-type", "none", "--os-endpoint", s.url, "reservation", "lease", "list")
+	cmd.Env = append(os.Environ(), "HOME="+home)
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "The API is under /v1: did you mean /v1/leases?") {
+		t.Errorf("openstack --os-endpoint without /v1: %v\n%s", err, out)
+	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"climate/buildinfo"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -149,8 +150,10 @@ logged at most every 10 s, with counts.` + keystoneHelp,
 	return cmd
 }
 
+// addDataDirHelp says where the default --data-dir comes from; the default itself, as
+// found on this machine, is printed by the flag's help.
 func addDataDirHelp(cmd *cobra.Command) {
-	cmd.Flags().Lookup("data-dir").Usage += " (default: $XDG_DATA_HOME/climate or ~/.local/share/climate)"
+	cmd.Flags().Lookup("data-dir").Usage += "; $XDG_DATA_HOME/climate unless given, when XDG_DATA_HOME is set"
 }
 
 // defaultDataDir follows the XDG base directory convention.
@@ -502,7 +505,7 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 		runHub(ctx, &wg, hub, pg, runEngine && onPostgres)
 		webhooks := &webhook.Service{Store: st, Clock: clk, Guard: webhook.Guard{AllowPrivate: o.notify.webhook.allowPrivate}, Sender: hooks, Notified: notified, Policy: pol}
 		api := &climatehttp.Server{Leases: mgr, Hosts: mgr, Availability: mgr, Auth: auth, Logger: log, CrossOrigin: origins, Notifications: hub, Webhooks: webhooks,
-			FloatingIPs: mgr, Flavors: mgr, Observe: mtr.Request}
+			FloatingIPs: mgr, Flavors: mgr, Audit: mgr, Observe: mtr.Request}
 		var limited net.Listener
 		srv, limited = climatehttp.NewHTTPServer(metrics.Handler(mtr, ready, api.Handler()), ln, limits, log)
 		log.Info("connection limits", "max_connections", limits.MaxConnections, "max_connections_per_client", limits.MaxConnectionsPerClient,
@@ -512,7 +515,7 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 		if tlsConfig != nil {
 			srv.TLSConfig, scheme = tlsConfig, "https"
 		}
-		fmt.Fprintf(stdout, "Climate %s listening on %s://%s (auth: %s, role: %s)\n", version, scheme, ln.Addr(), o.auth, o.role)
+		fmt.Fprintf(stdout, "Climate %s listening on %s://%s (auth: %s, role: %s)\n", buildinfo.Version, scheme, ln.Addr(), o.auth, o.role)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -525,7 +528,7 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 			}
 		}()
 	} else {
-		fmt.Fprintf(stdout, "Climate %s event engine running (role: engine)\n", version)
+		fmt.Fprintf(stdout, "Climate %s event engine running (role: engine)\n", buildinfo.Version)
 	}
 	fmt.Fprintf(stdout, "Data: %s\n", path)
 

@@ -300,7 +300,7 @@ func TestMigrateAndVersion(t *testing.T) {
 	var out bytes.Buffer
 	cmd := newRootCmd()
 	cmd.SetOut(&out)
-	cmd.SetArgs([]string{"version"})
+	cmd.SetArgs([]string{"--version"})
 	if err := cmd.Execute(); err != nil || !strings.HasPrefix(out.String(), "climate ") {
 		t.Fatalf("version: %v %q", err, out.String())
 	}

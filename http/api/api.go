@@ -5,6 +5,7 @@ package api
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -98,8 +99,10 @@ type Reservation struct {
 	ResourcesChanged bool    `json:"resources_changed"`
 	CreatedAt        string  `json:"created_at"`
 	UpdatedAt        *string `json:"updated_at"`
-	// Hosts is Climate's extension on dry runs: what would be allocated.
-	Hosts []string `json:"hosts,omitempty"`
+	// Hosts and FloatingIPs are Climate's extension: the hosts (by hypervisor hostname) and
+	// floating IPs (by address) the reservation holds, or on a dry run would.
+	Hosts       []string `json:"hosts,omitempty"`
+	FloatingIPs []string `json:"floatingips,omitempty"`
 	// Fields are the keys of the reservation's type (min and max, amount and vcpus, …),
 	// shown beside the common ones as Blazar shows them.
 	Fields map[string]any `json:"-"`
@@ -137,7 +140,7 @@ func (r *Reservation) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	for _, k := range []string{"id", "lease_id", "resource_id", "resource_type", "status", "missing_resources",
-		"resources_changed", "created_at", "updated_at", "hosts"} {
+		"resources_changed", "created_at", "updated_at", "hosts", "floatingips"} {
 		delete(all, k)
 	}
 	*r = Reservation(common)
@@ -198,7 +201,9 @@ type LeaseUpdate struct {
 
 // Allocation lists the reservations holding one host.
 type Allocation struct {
-	ResourceID   string                 `json:"resource_id"`
+	ResourceID string `json:"resource_id"`
+	// ResourceName is Climate's extension: the host's hypervisor hostname.
+	ResourceName string                 `json:"resource_name,omitempty"`
 	Reservations []AllocatedReservation `json:"reservations"`
 }
 
@@ -407,11 +412,63 @@ func LeaseOf(l *climate.Lease) Lease {
 			Fields: builtin.Fields(&r),
 		})
 	}
-	for _, e := range l.Events {
+	// Events in time order (the store keeps them in no order): at one instant, as the
+	// engine runs them (eventOrder).
+	events := slices.Clone(l.Events)
+	slices.SortStableFunc(events, func(a, b climate.Event) int {
+		if c := a.Time.Compare(b.Time); c != 0 {
+			return c
+		}
+		return cmp.Compare(eventOrder(a.Type), eventOrder(b.Type))
+	})
+	for _, e := range events {
 		out.Events = append(out.Events, Event{
 			ID: e.ID, LeaseID: e.LeaseID, EventType: string(e.Type), Time: FormatTime(e.Time),
 			Status: string(e.Status), CreatedAt: FormatCreated(e.CreatedAt), UpdatedAt: FormatUpdated(e.UpdatedAt),
 		})
 	}
 	return out
+}
+
+// NameResources fills out's Hosts and FloatingIPs, l's reservations' resources by name
+// (hosts and addresses map their ids to names; an id in neither is shown as it is, under
+// hosts), each once, in allocation order.
+func NameResources(out *Lease, l *climate.Lease, hosts, addresses map[string]string) {
+	for i, r := range l.Reservations {
+		if i >= len(out.Reservations) {
+			return
+		}
+		o := &out.Reservations[i]
+		o.Hosts, o.FloatingIPs = nil, nil
+		for _, a := range r.Allocations {
+			if addr, ok := addresses[a.ResourceID]; ok {
+				o.FloatingIPs = appendOnce(o.FloatingIPs, addr)
+			} else if name, ok := hosts[a.ResourceID]; ok {
+				o.Hosts = appendOnce(o.Hosts, name)
+			} else {
+				o.Hosts = appendOnce(o.Hosts, a.ResourceID)
+			}
+		}
+	}
+}
+
+func appendOnce(list []string, s string) []string {
+	if slices.Contains(list, s) {
+		return list
+	}
+	return append(list, s)
+}
+
+// eventOrder ranks event types that share an instant: a heads-up before the start, the
+// start before what follows it, the end last.
+func eventOrder(t climate.EventType) int {
+	switch t {
+	case climate.EventBeforeStartLease:
+		return 0
+	case climate.EventStartLease:
+		return 1
+	case climate.EventEndLease, climate.EventRetryDeadline:
+		return 3
+	}
+	return 2
 }

@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"strings"
 
+	"climate/buildinfo"
 	"climate/http/api"
 )
 
@@ -64,7 +65,8 @@ func IsNotFound(err error) bool {
 	return errors.As(err, &e) && e.Status == http.StatusNotFound
 }
 
-// do sends a request with an optional JSON body and decodes a JSON answer into out.
+// do sends a request with an optional JSON body and decodes a JSON answer into out (an
+// out of type *[]byte gets the answer as it is).
 func (c *Client) do(ctx context.Context, method, path string, query url.Values, body, out any) error {
 	u := *c.base
 	u.Path += path
@@ -110,6 +112,10 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	if out == nil || resp.StatusCode == http.StatusNoContent {
 		return nil
 	}
+	if raw, ok := out.(*[]byte); ok {
+		*raw = data
+		return nil
+	}
 	if err := json.Unmarshal(data, out); err != nil {
 		return fmt.Errorf("%s %s: unexpected answer (is %s a Climate server?): %v", method, path, c.base, err)
 	}
@@ -125,6 +131,16 @@ func answerError(resp *http.Response, data []byte, method, path string) *Error {
 	return &Error{Status: resp.StatusCode, Message: fmt.Sprintf("%s %s: server answered %s", method, path, resp.Status)}
 }
 
+// ServerBuild returns the server's build from its version document; nil when the server
+// does not say (a Blazar).
+func (c *Client) ServerBuild(ctx context.Context) (*buildinfo.Info, error) {
+	var doc struct {
+		Climate *buildinfo.Info `json:"climate"`
+	}
+	err := c.do(ctx, http.MethodGet, "/", nil, nil, &doc)
+	return doc.Climate, err
+}
+
 // LeaseQuery narrows ListLeases; empty fields match everything.
 type LeaseQuery struct {
 	Statuses  []string // any of these: PENDING, ACTIVE, TERMINATED, ERROR, …
@@ -136,6 +152,18 @@ type LeaseQuery struct {
 // ListLeases returns the leases the caller may see that match q, by creation time, asking
 // for them page by page.
 func (c *Client) ListLeases(ctx context.Context, q LeaseQuery) ([]api.Lease, error) {
+	return list[api.Lease](ctx, c, "/v1/leases", "leases", q.values(), q.Limit)
+}
+
+// LeasesCalendar returns the leases matching q (Limit aside) as an iCalendar file.
+func (c *Client) LeasesCalendar(ctx context.Context, q LeaseQuery) ([]byte, error) {
+	var out []byte
+	err := c.do(ctx, http.MethodGet, "/v1/leases.ics", q.values(), nil, &out)
+	return out, err
+}
+
+// values is q as query parameters, Limit aside.
+func (q LeaseQuery) values() url.Values {
 	v := url.Values{}
 	if len(q.Statuses) > 0 {
 		v.Set("status", strings.Join(q.Statuses, ","))
@@ -146,7 +174,7 @@ func (c *Client) ListLeases(ctx context.Context, q LeaseQuery) ([]api.Lease, err
 	if q.Name != "" {
 		v.Set("name", q.Name)
 	}
-	return list[api.Lease](ctx, c, "/v1/leases", "leases", v, q.Limit)
+	return v
 }
 
 // GetLease returns one lease by id.

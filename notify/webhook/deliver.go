@@ -202,9 +202,13 @@ func (d *destination) Record(ctx context.Context, tx climate.Tx, a notify.Attemp
 	} else if err != nil {
 		return err
 	}
+	before := *w
 	w.Enabled = false
 	w.DisabledReason = fmt.Sprintf("disabled at %s: notification %s (%s) could not be delivered for %v (%d attempts); last error: %s",
 		api.FormatTime(a.At), n.ID, n.EventType, d.giveUpAfter, a.Number, rec.LastError)
 	w.UpdatedAt = a.At.UTC().Truncate(time.Microsecond)
-	return tx.UpdateWebhook(ctx, w)
+	if err := tx.UpdateWebhook(ctx, w); err != nil {
+		return err
+	}
+	return audit(ctx, tx, climate.BySystem("deliveries kept failing: webhook disabled"), "webhook.update", &before, w, a.At)
 }

@@ -317,6 +317,26 @@ func TestFailingWebhookIsDisabled(t *testing.T) {
 	if len(ds) != 1 || ds[0].Status != climate.DeliveryFailed || ds[0].Attempts < 15 {
 		t.Errorf("deliveries: %+v", ds)
 	}
+	// The audit trail has the service disabling it, and never its secret.
+	var es []climate.AuditEntry
+	if err := f.st.View(ctx, func(tx climate.Tx) (err error) {
+		es, err = tx.ListAudit(ctx, climate.AuditFilter{ProjectID: "physics"})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var hookActions []string
+	for _, e := range es {
+		if e.TargetID == w.ID {
+			hookActions = append(hookActions, e.Action+"/"+e.Actor)
+			if strings.Contains(e.Before+e.After, w.Secret) {
+				t.Errorf("the webhook's secret is in the audit trail: %+v", e)
+			}
+		}
+	}
+	if want := []string{"webhook.create/user", "webhook.update/climate"}; !slices.Equal(hookActions, want) {
+		t.Errorf("webhook's audit entries %v, want %v", hookActions, want)
+	}
 	requests := r.requests
 	f.lease(t, alice, "while disabled")
 	if _, err := f.w.Round(ctx); err != nil || r.requests != requests {

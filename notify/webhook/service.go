@@ -108,6 +108,9 @@ func (s *Service) CreateWebhook(ctx context.Context, who climate.Identity, req c
 		if err := tx.InsertWebhook(ctx, w); err != nil {
 			return err
 		}
+		if err := audit(ctx, tx, climate.ByUser(who), "webhook.create", nil, w, now); err != nil {
+			return err
+		}
 		return startAtEnd(ctx, tx, w, now)
 	})
 	if err != nil {
@@ -309,7 +312,10 @@ func (s *Service) UpdateWebhook(ctx context.Context, who climate.Identity, id st
 			w.DisabledReason = fmt.Sprintf("disabled at %s by %s", api.FormatTime(now), who.UserID)
 		}
 		w.UpdatedAt = now
-		return tx.UpdateWebhook(ctx, w)
+		if err := tx.UpdateWebhook(ctx, w); err != nil {
+			return err
+		}
+		return audit(ctx, tx, climate.ByUser(who), "webhook.update", cur, w, now)
 	})
 	if err != nil {
 		return nil, err
@@ -332,6 +338,9 @@ func (s *Service) DeleteWebhook(ctx context.Context, who climate.Identity, id st
 			return err
 		}
 		if err := tx.DeleteWebhook(ctx, id); err != nil {
+			return err
+		}
+		if err := audit(ctx, tx, climate.ByUser(who), "webhook.delete", w, nil, s.Clock.Now()); err != nil {
 			return err
 		}
 		return tx.DeleteDeliveryCursor(ctx, w.Destination())

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-"""Drives the real python-blazarclient (Debian's python3-blazarclient, legacy Python API with
-blazar_url + auth_token) against a running `climate serve --auth tokens`.
+"""Drives the real python-blazarclient (Debian's python3-blazarclient, its Python API on a
+keystoneauth session with a fixed endpoint and token) against a running
+`climate serve --auth tokens`.
 
 usage: blazarclient_check.py URL ADMIN_TOKEN MEMBER_TOKEN OTHER_PROJECT_TOKEN
 
@@ -12,18 +13,23 @@ import logging
 import sys
 import time
 
+from keystoneauth1 import session as ks_session
+from keystoneauth1 import token_endpoint
+
 from blazarclient import client as blazar_client
 from blazarclient import exception
 from blazarclient.v1.shell_commands import floatingips as fip_commands
 from blazarclient.v1.shell_commands import leases as lease_commands
 
-logging.disable(logging.WARNING)  # the client warns that blazar_url + auth_token is deprecated
-
 url, admin_token, member_token, other_token = sys.argv[1:5]
-admin = blazar_client.Client(1, blazar_url=url + "/v1", auth_token=admin_token)
-member = blazar_client.Client(1, blazar_url=url + "/v1", auth_token=member_token)
-other = blazar_client.Client(1, blazar_url=url + "/v1", auth_token=other_token)
-stranger = blazar_client.Client(1, blazar_url=url + "/v1", auth_token="not-a-token")
+
+
+def connect(token):
+    """A client as the README shows it: a keystoneauth session, Climate's /v1 endpoint."""
+    return blazar_client.Client(1, session=ks_session.Session(auth=token_endpoint.Token(url + "/v1", token)))
+
+
+admin, member, other, stranger = connect(admin_token), connect(member_token), connect(other_token), connect("not-a-token")
 
 passed, failed = 0, 0
 
