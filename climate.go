@@ -207,6 +207,9 @@ type Event struct {
 	// ClaimedBy is the engine run (its instance id) holding the event while IN_PROGRESS.
 	// Only claims write it; it is cleared when the event leaves IN_PROGRESS.
 	ClaimedBy string
+	// TakenOver is set, on an event Tx.ClaimDueEvents returns, when the event was claimed
+	// already and its claim had lapsed: another run's claim taken over. Not stored.
+	TakenOver bool
 }
 
 // EventType names what an event does.

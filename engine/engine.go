@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"climate"
@@ -60,6 +61,10 @@ type Config struct {
 	Notified func()
 	// Observe, when set, is called after each handled event.
 	Observe func(Report)
+	// Claimed, when set, is told of each claim of due events: how many were claimed, and
+	// how many of those (or of the claims a Sole engine hands back when it starts) were
+	// another run's claims taken over.
+	Claimed func(claimed, takenOver int)
 	// MaxSleep, when positive, bounds how long the engine sleeps without re-reading the
 	// next event time: needed when other processes commit events and cannot wake it.
 	MaxSleep time.Duration
@@ -77,6 +82,7 @@ type Engine struct {
 	wake     chan struct{}
 	instance string // this run's name on its claims
 	released bool   // Sole: the dead runs' claims were handed back
+	running  atomic.Bool
 }
 
 // New returns an engine; call Run to start it.
@@ -105,8 +111,13 @@ func (e *Engine) Wake() {
 // errorBackoff is how long the engine waits after a store error before trying again.
 const errorBackoff = time.Second
 
+// Running reports whether Run is running (readiness).
+func (e *Engine) Running() bool { return e.running.Load() }
+
 // Run fires events until ctx is done.
 func (e *Engine) Run(ctx context.Context) error {
+	e.running.Store(true)
+	defer e.running.Store(false)
 	e.cfg.Logger.Info("event engine running", "instance", e.instance, "claim_ttl", e.cfg.ClaimTTL, "sole", e.cfg.Sole)
 	for {
 		wait, err := e.runDue(ctx)
@@ -160,6 +171,7 @@ func (e *Engine) runDue(ctx context.Context) (wakeAt, error) {
 			return wakeAt{}, err
 		}
 		e.released = true
+		e.countClaims(0, n)
 		if n > 0 {
 			e.cfg.Logger.Info("event engine: took back events a previous run held when it stopped", "events", n)
 		}
@@ -178,6 +190,13 @@ func (e *Engine) runDue(ctx context.Context) (wakeAt, error) {
 		if len(events) == 0 {
 			break
 		}
+		taken := 0
+		for _, ev := range events {
+			if ev.TakenOver {
+				taken++
+			}
+		}
+		e.countClaims(len(events), taken)
 		stop := e.keepClaims(ctx)
 		for _, ev := range startsFirst(events) {
 			e.handle(ctx, ev)
@@ -195,6 +214,12 @@ func (e *Engine) runDue(ctx context.Context) (wakeAt, error) {
 		return wakeAt{}, err
 	}
 	return wakeAt{d: next.Sub(e.clock.Now()), ok: ok}, nil
+}
+
+func (e *Engine) countClaims(n, takenOver int) {
+	if e.cfg.Claimed != nil && (n > 0 || takenOver > 0) {
+		e.cfg.Claimed(n, takenOver)
+	}
 }
 
 // keepClaims renews this run's claims every ClaimTTL/3 until stop is called, so they

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,6 +34,8 @@ type harness struct {
 	actions engine.Actions
 	sole    bool
 	cfg     manager.Config
+	// claimed and takenOver add up what the engine's Claimed hook was told.
+	claimed, takenOver atomic.Int64
 }
 
 func newHarness(t *testing.T, actions engine.Actions, opts ...func(*manager.Config)) *harness {
@@ -60,6 +63,7 @@ func newHarness(t *testing.T, actions engine.Actions, opts ...func(*manager.Conf
 func (h *harness) start() {
 	h.eng = engine.New(h.store, h.clock, engine.Config{Actions: h.actions, Sole: h.sole, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		PreemptionNotice: h.cfg.PreemptionNotice,
+		Claimed:          func(n, taken int) { h.claimed.Add(int64(n)); h.takenOver.Add(int64(taken)) },
 		Observe:          func(r engine.Report) { h.reports <- r }})
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel, h.done = cancel, make(chan struct{})
@@ -274,6 +278,9 @@ func TestExpiredClaimIsTakenOver(t *testing.T) {
 	if r.Event.Type != climate.EventStartLease || r.Err != nil || !r.Handled.Equal(expiry) {
 		t.Fatalf("report %+v; want the start handled at the claim's expiry", r)
 	}
+	if c, o := h.claimed.Load(), h.takenOver.Load(); c != 1 || o != 1 {
+		t.Errorf("Claimed told of %d claims, %d taken over; want 1 and 1", c, o)
+	}
 	if s := h.get(l.ID).Status; s != climate.LeaseActive {
 		t.Fatalf("lease is %s", s)
 	}
@@ -308,6 +315,10 @@ func TestSoleEngineTakesBackClaimsAtStart(t *testing.T) {
 	r := h.next()
 	if r.Event.Type != climate.EventStartLease || r.Err != nil || !r.Handled.Equal(t0.Add(time.Minute)) {
 		t.Fatalf("report %+v; want the start handled at once", r)
+	}
+	// Taken back at start, then claimed afresh: one takeover, not two.
+	if c, o := h.claimed.Load(), h.takenOver.Load(); c != 1 || o != 1 {
+		t.Errorf("Claimed told of %d claims, %d taken over; want 1 and 1", c, o)
 	}
 	if s := h.get(l.ID).Status; s != climate.LeaseActive {
 		t.Fatalf("lease is %s", s)

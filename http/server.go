@@ -58,6 +58,10 @@ type Server struct {
 	// Audit serves the audit trail, GET /v1/audit (Climate's extension); nil: Hosts,
 	// when it offers it, else it is left out (404).
 	Audit climate.AuditService
+	// Observe, when set, is told of every request once answered: the mux pattern that
+	// matched ("" when the request was refused before routing; never the raw path, whose
+	// ids would make a metric's labels unbounded), the method, status and duration.
+	Observe func(route, method string, status int, d time.Duration)
 	// UI serves the web calendar under /ui/ (package ui); nil leaves it out (404).
 	UI http.Handler
 }
@@ -257,8 +261,12 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 				s.Logger.Error("panic serving request", "request_id", reqID, "panic", p)
 				s.writeError(rec, r, &climate.Error{Code: climate.CodeInternal, Err: fmt.Errorf("panic: %v", p)})
 			}
+			d := time.Since(start)
 			s.Logger.Info("request", "request_id", reqID, "method", r.Method, "path", r.URL.Path,
-				"status", rec.status, "duration", time.Since(start))
+				"status", rec.status, "duration", d)
+			if s.Observe != nil {
+				s.Observe(r.Pattern, r.Method, rec.status, d) // the mux set r.Pattern
+			}
 		}()
 		if err := checkMicroversion(r.Header.Get("OpenStack-API-Version")); err != nil {
 			s.writeErrorStatus(rec, r, err.status, err.msg)

@@ -186,6 +186,7 @@ func (m *Manager) loadView(ctx context.Context, hook maintenanceHook) (*resource
 // there is one; removed and added (the allocations the caller planned from and wrote) are
 // the fallback, wrong when another writer changed the lease after the caller read it.
 func (m *Manager) commitChange(ctx context.Context, write func(climate.Tx) error, removed, added func() []climate.Allocation) error {
+	defer func(start time.Time) { m.cfg.Observer.Committed(time.Since(start)) }(time.Now())
 	m.commitMu.Lock()
 	defer m.commitMu.Unlock()
 	return m.commitLocked(ctx, write, removed, added)

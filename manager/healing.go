@@ -108,6 +108,7 @@ func (m *Manager) heal(ctx context.Context, ch maintenanceChange) ([]climate.Hea
 	for attempt := 0; attempt < commitAttempts; attempt++ {
 		p, err := m.healOnce(ctx, ch, attempt >= optimisticHealAttempts)
 		if errors.Is(err, climate.ErrConflictRetry) {
+			m.cfg.Observer.Conflict()
 			m.cfg.Log.Debug("healing planned again: the leases or inventory changed meanwhile", "maintenance", ch.id(), "attempt", attempt+1)
 			continue
 		}

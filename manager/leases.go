@@ -250,6 +250,7 @@ func (m *Manager) planAndCommit(ctx context.Context, l, prev *climate.Lease, opt
 		if l.Preemptible {
 			l.End, l.Events = askedEnd, slices.Clone(askedEvents)
 		}
+		planStart := time.Now() // wall time: the clock may be a test's fake
 		err := m.view(ctx, func(a *resource.View) error {
 			a = m.planningView(a, now, l.Preemptible)
 			if opts.search != nil { // "earliest": find the slot on this same view
@@ -272,6 +273,7 @@ func (m *Manager) planAndCommit(ctx context.Context, l, prev *climate.Lease, opt
 			onHosts, onOthers = splitHosts(a, chosen)
 			return err
 		})
+		m.cfg.Observer.Planned(time.Since(planStart))
 		if err != nil || opts.dryRun {
 			return err
 		}
@@ -307,6 +309,7 @@ func (m *Manager) planAndCommit(ctx context.Context, l, prev *climate.Lease, opt
 		if !errors.Is(err, climate.ErrConflictRetry) {
 			return err
 		}
+		m.cfg.Observer.Conflict()
 	}
 	return climate.Errorf(climate.CodeConflict, "Not enough hosts available: the hosts found were booked by concurrent requests %d times in a row; try again", commitAttempts)
 }

@@ -78,7 +78,27 @@ type Config struct {
 	Trusts climate.Trusts
 	// Log receives what a caller cannot be told (a trust left behind); nil discards it.
 	Log *slog.Logger
+	// Observer is told how long planning and commits take, and of commits that lost a
+	// race and are planned again (metrics); nil: nobody.
+	Observer Observer
 }
+
+// Observer receives the manager's timings and conflicts.
+type Observer interface {
+	// Planned: one lease planned on the availability view (each attempt).
+	Planned(time.Duration)
+	// Committed: one write transaction with its re-check, waiting for the lock included.
+	Committed(time.Duration)
+	// Conflict: a commit's re-check failed (climate.ErrConflictRetry: a concurrent write,
+	// or PostgreSQL's serialization or exclusion conflict); it is planned again.
+	Conflict()
+}
+
+type noObserver struct{}
+
+func (noObserver) Planned(time.Duration)   {}
+func (noObserver) Committed(time.Duration) {}
+func (noObserver) Conflict()               {}
 
 // DefaultBeforeEnd is Blazar's default minutes_before_end_lease.
 const DefaultBeforeEnd = 60 * time.Minute
@@ -97,6 +117,9 @@ func New(store climate.Store, clock climate.Clock, cfg Config) *Manager {
 	}
 	if m.cfg.Policy == nil {
 		m.cfg.Policy = policy.Default()
+	}
+	if m.cfg.Observer == nil {
+		m.cfg.Observer = noObserver{}
 	}
 	return m
 }

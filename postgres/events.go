@@ -34,13 +34,13 @@ func (t *tx) ClaimDueEvents(ctx context.Context, owner string, now, claimUntil t
 		return nil, err
 	}
 	rows, err := t.q.Query(ctx, `WITH due AS (
-			SELECT id AS due_id FROM events
+			SELECT id AS due_id, status = 'IN_PROGRESS' AS taken_over FROM events
 			WHERE (status = 'UNDONE' AND time <= $3) OR (status = 'IN_PROGRESS' AND claimed_until <= $3)
 			`+dueOrder+` LIMIT $4
 			FOR UPDATE SKIP LOCKED)
 		UPDATE events e SET status = 'IN_PROGRESS', claimed_by = $1, claimed_until = $2, updated_at = $3
 		FROM due WHERE e.id = due.due_id
-		RETURNING `+eventColumns,
+		RETURNING `+eventColumns+`, due.taken_over`,
 		owner, ts(claimUntil), ts(now), limit)
 	if err != nil {
 		return nil, dbError(err)
@@ -48,10 +48,12 @@ func (t *tx) ClaimDueEvents(ctx context.Context, owner string, now, claimUntil t
 	defer rows.Close()
 	var out []climate.Event
 	for rows.Next() {
-		e, err := scanEvent(rows)
+		var takenOver bool
+		e, err := scanEvent(extraColumn{rows, &takenOver})
 		if err != nil {
 			return nil, err
 		}
+		e.TakenOver = takenOver
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {
@@ -86,6 +88,14 @@ func (t *tx) ReleaseClaims(ctx context.Context) (int, error) {
 	}
 	return int(tag.RowsAffected()), nil
 }
+
+// extraColumn scans one more column after those its scanner's caller asks for.
+type extraColumn struct {
+	scanner
+	extra any
+}
+
+func (x extraColumn) Scan(dest ...any) error { return x.scanner.Scan(append(dest, x.extra)...) }
 
 // eventColumns are the columns scanEvent reads, in order.
 const eventColumns = `id, lease_id, event_type, time, status, claimed_by, created_at, updated_at`

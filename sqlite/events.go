@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"time"
 
 	"climate"
@@ -32,6 +33,24 @@ func (t *tx) ClaimDueEvents(ctx context.Context, owner string, now, claimUntil t
 	if err := t.writable(); err != nil {
 		return nil, err
 	}
+	// Lapsed claims (few: a dead or stalled run's) are read first: RETURNING sees only the
+	// new row, and TakenOver needs the old status.
+	lapsed := map[string]bool{}
+	prev, err := t.q.QueryContext(ctx, `SELECT id FROM events WHERE status = 'IN_PROGRESS' AND claimed_until <= ?`, micros(now))
+	if err != nil {
+		return nil, internal(err)
+	}
+	for prev.Next() {
+		var id string
+		if err := prev.Scan(&id); err != nil {
+			prev.Close()
+			return nil, internal(err)
+		}
+		lapsed[id] = true
+	}
+	if err := errors.Join(prev.Err(), prev.Close()); err != nil {
+		return nil, internal(err)
+	}
 	rows, err := t.q.QueryContext(ctx, `UPDATE events SET status = 'IN_PROGRESS', claimed_by = ?, claimed_until = ?, updated_at = ?
 		WHERE id IN (SELECT id FROM events
 			WHERE (status = 'UNDONE' AND time <= ?) OR (status = 'IN_PROGRESS' AND claimed_until <= ?)
@@ -48,6 +67,7 @@ func (t *tx) ClaimDueEvents(ctx context.Context, owner string, now, claimUntil t
 		if err != nil {
 			return nil, err
 		}
+		e.TakenOver = lapsed[e.ID]
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {

@@ -33,6 +33,8 @@ func testClaimDueEvents(t *testing.T, s climate.Store) {
 			return nil
 		})
 	}
+	// takenOver is the events each claim must report as another run's lapsed claims.
+	takenOver := map[string]bool{}
 	claim := func(owner string, at, until time.Time, limit int, want ...string) []climate.Event {
 		t.Helper()
 		var evs []climate.Event
@@ -46,6 +48,9 @@ func testClaimDueEvents(t *testing.T, s climate.Store) {
 		for _, e := range evs {
 			if e.ClaimedBy != owner {
 				t.Errorf("ClaimDueEvents(%s): %s claimed by %q", owner, e.ID, e.ClaimedBy)
+			}
+			if e.TakenOver != takenOver[e.ID] {
+				t.Errorf("ClaimDueEvents(%s): %s TakenOver %v, want %v", owner, e.ID, e.TakenOver, takenOver[e.ID])
 			}
 		}
 		return evs
@@ -119,6 +124,7 @@ func testClaimDueEvents(t *testing.T, s climate.Store) {
 	claim("run-3", claimUntil, now.Add(3*time.Minute), 10)
 	// Once a claim expires (at its expiry exactly), its events are due again, in order, and
 	// the new claimer holds them: the old one's heartbeat no longer reaches them.
+	takenOver = map[string]bool{"a-start": true, "t3-end": true, "t4-end": true, "t2-before": true, "t1-start": true, "t0-custom": true, "n-now": true}
 	claim("run-3", now.Add(100*time.Second), now.Add(3*time.Minute), 10, "a-start", "t3-end", "t4-end", "t2-before", "t1-start", "t0-custom", "n-now")
 	next(now.Add(2 * time.Minute))
 	renew("run-1", now.Add(time.Hour), 0)
@@ -144,6 +150,7 @@ func testClaimDueEvents(t *testing.T, s climate.Store) {
 			t.Errorf("%s is %s after ReleaseClaims, want UNDONE", e.ID, e.Status)
 		}
 	}
+	takenOver = map[string]bool{} // handed back: claimed afresh
 	claim("run-4", now.Add(time.Microsecond), now.Add(time.Hour), 10,
 		"a-start", "t3-end", "t4-end", "t2-before", "t1-start", "t0-custom", "n-now", "n-later")
 	renew("run-3", now.Add(2*time.Hour), 0)

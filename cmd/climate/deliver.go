@@ -70,7 +70,7 @@ const (
 // newDeliverer returns the worker that sends the outbox to the destinations: the log,
 // whatever else is configured, and the enabled webhooks, read from the store on every
 // round. pg is nil on SQLite, where the one engine process delivers.
-func newDeliverer(st climate.Store, pg *postgres.Store, clk climate.Clock, log *slog.Logger, role string, dests []notify.Destination, hooks *webhook.Sender) *notify.Worker {
+func newDeliverer(st climate.Store, pg *postgres.Store, clk climate.Clock, log *slog.Logger, role string, dests []notify.Destination, hooks *webhook.Sender, observe func(notify.Attempt)) *notify.Worker {
 	webhooks := hooks.Destinations(st, notify.DefaultGiveUpAfter)
 	cfg := notify.Config{
 		Destinations: func(ctx context.Context) ([]notify.Destination, error) {
@@ -78,6 +78,7 @@ func newDeliverer(st climate.Store, pg *postgres.Store, clk climate.Clock, log *
 			return append(slices.Clip(dests), w...), err
 		},
 		MaxSleep: engineMaxSleep(role), // 0 (no bound) unless another process commits
+		Observe:  observe,
 		Logger:   log,
 	}
 	if pg != nil {

@@ -28,6 +28,7 @@ import (
 	climatehttp "climate/http"
 	"climate/keystone"
 	"climate/manager"
+	"climate/metrics"
 	"climate/notify"
 	"climate/notify/stream"
 	"climate/notify/webhook"
@@ -383,6 +384,18 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 		maxSleep = postgresMaxSleep
 	}
 	var eng *engine.Engine
+	// Metrics and readiness: the readiness checks run when /readyz or /metrics is asked.
+	checks := metrics.StoreChecks(st.(metrics.SchemaVersioner))
+	if runEngine {
+		checks = append(checks, metrics.Check{Name: "engine", Func: func(context.Context) error {
+			if !eng.Running() {
+				return errors.New("the event engine is not running")
+			}
+			return nil
+		}})
+	}
+	ready := metrics.NewReadiness(checks...)
+	mtr := metrics.New(&metrics.StoreCollector{Store: st, Clock: clk}, ready)
 	sole := false
 	acts := &actionSet{}
 	if runEngine {
@@ -415,7 +428,7 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 			return err
 		}
 		defer closeDests() // deferred before the worker stops (wg.Wait), so runs after it
-		deliverer = newDeliverer(st, pg, clk, log, o.role, append([]notify.Destination{notify.Log{Logger: log}}, dests...), hooks)
+		deliverer = newDeliverer(st, pg, clk, log, o.role, append([]notify.Destination{notify.Log{Logger: log}}, dests...), hooks, mtr.Delivered)
 	}
 	var hub *stream.Hub // GET /v1/events/stream's, where the API runs
 	if runAPI {
@@ -435,8 +448,10 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 		if trusts != nil {
 			actions = engine.WithTrusts(actions, trusts)
 		}
+		observe := func(r engine.Report) { logHandled(log)(r); mtr.EventHandled(r) }
 		eng = engine.New(st, clk, engine.Config{Logger: log, MaxSleep: maxSleep, ClaimTTL: o.claimTTL, Sole: sole,
-			PreemptionNotice: o.preemptNotice, Actions: actions, Observe: wakeRetriesAtEnds(acts.observe(logHandled(log)), func() { mgr.WakeRetries() }), Notified: notified})
+			PreemptionNotice: o.preemptNotice, Actions: actions, Observe: wakeRetriesAtEnds(acts.observe(observe), func() { mgr.WakeRetries() }),
+			Claimed: mtr.Claimed, Notified: notified})
 	}
 	mgr = manager.New(st, clk, manager.Config{
 		BeforeEnd:        o.beforeEnd,
@@ -453,6 +468,7 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 		Policy:   pol,
 		Trusts:   trusts,
 		Log:      log,
+		Observer: mtr,
 	})
 
 	var wg sync.WaitGroup
@@ -490,9 +506,10 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 		runHub(ctx, &wg, hub, pg, runEngine && onPostgres)
 		webhooks := &webhook.Service{Store: st, Clock: clk, Guard: webhook.Guard{AllowPrivate: o.notify.webhook.allowPrivate}, Sender: hooks, Notified: notified, Policy: pol}
 		api := &climatehttp.Server{Leases: mgr, Hosts: mgr, Availability: mgr, Auth: auth, Logger: log, CrossOrigin: origins, Notifications: hub, Webhooks: webhooks,
-			FloatingIPs: mgr, Flavors: mgr, Audit: mgr, UI: ui.Handler()}
+			FloatingIPs: mgr, Flavors: mgr, Audit: mgr, Observe: mtr.Request,
+			UI: ui.Handler()}
 		var limited net.Listener
-		srv, limited = climatehttp.NewHTTPServer(api.Handler(), ln, limits, log)
+		srv, limited = climatehttp.NewHTTPServer(metrics.Handler(mtr, ready, api.Handler()), ln, limits, log)
 		log.Info("connection limits", "max_connections", limits.MaxConnections, "max_connections_per_client", limits.MaxConnectionsPerClient,
 			"read_header_timeout", limits.ReadHeaderTimeout, "body_timeout", limits.BodyTimeout,
 			"write_timeout", limits.WriteTimeout, "idle_timeout", limits.IdleTimeout)

@@ -432,7 +432,7 @@ func LeaseOf(l *climate.Lease) Lease {
 
 // NameResources fills out's Hosts and FloatingIPs, l's reservations' resources by name
 // (hosts and addresses map their ids to names; an id in neither is shown as it is, under
-// hosts), each once, in allocation order.
+// hosts), each once, in name order.
 func NameResources(out *Lease, l *climate.Lease, hosts, addresses map[string]string) {
 	for i, r := range l.Reservations {
 		if i >= len(out.Reservations) {
@@ -449,6 +449,8 @@ func NameResources(out *Lease, l *climate.Lease, hosts, addresses map[string]str
 				o.Hosts = appendOnce(o.Hosts, a.ResourceID)
 			}
 		}
+		slices.Sort(o.Hosts) // one order whether the allocations come from a plan or the store
+		slices.Sort(o.FloatingIPs)
 	}
 }
 
