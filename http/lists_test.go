@@ -324,12 +324,79 @@ func TestListAllocationsPages(t *testing.T) {
 		{"/v1/os-hosts/allocations?from=yesterday", nil, 400, `from="yesterday" is an invalid date`},
 		{"/v1/os-hosts/allocations?from=" + q("2026-11-22 12:00") + "&to=" + q("2026-11-22 12:00"), nil, 400, "must be later than its start"},
 		{"/v1/os-hosts/1/allocation?to=never", nil, 400, `to="never" is an invalid date`},
-		{"/v1/os-hosts/allocations?limit=2", asAlice, 403, "blazar:oshosts:get_allocations"},
+		{"/v1/os-hosts/allocations?limit=2", asGuest, 403, "blazar:oshosts:get_allocations"},
 	} {
 		r := e.do(call{method: "GET", path: tc.path, header: tc.header})
 		checkHeaders(t, r)
 		checkError(t, r, tc.status, tc.msg)
 	}
+}
+
+// A project member or reader may not see which leases hold the hosts (Blazar's
+// blazar:oshosts:get_allocations is admin-only), but climate:oshosts:get_busy lets them
+// list allocations with other projects' reservations redacted: busy windows only.
+func TestMemberListsOtherProjectsAllocationsAsBusy(t *testing.T) {
+	e := newEnv(t, nil)
+	for i := 1; i <= 3; i++ {
+		e.mustDo(call{method: "POST", path: "/v1/os-hosts", body: fmt.Sprintf(`{"name": "compute-%d"}`, i)}, http.StatusCreated)
+	}
+	h := func(hours int) time.Time { return t0.Add(time.Duration(hours) * time.Hour) }
+	mine := storeLease("physics", climate.LeasePending, t0, h(24), h(48), "1")
+	theirs := storeLease("chemistry", climate.LeasePending, t0, h(30), h(40), "2", "3")
+	e.insert(mine, theirs)
+	// seen renders an answer's allocations as host:lease@start (lease "busy" when redacted).
+	seen := func(allocs []any) string {
+		var out []string
+		for _, a := range allocs {
+			a := a.(map[string]any)
+			var held []string
+			for _, r := range a["reservations"].([]any) {
+				r := r.(map[string]any)
+				switch {
+				case r["lease_id"] == mine.ID && r["id"] == mine.Reservations[0].ID:
+					held = append(held, "mine@"+r["start_date"].(string))
+				case r["lease_id"] == theirs.ID:
+					held = append(held, "theirs@"+r["start_date"].(string))
+				case r["lease_id"] == "" && r["id"] == "":
+					held = append(held, "busy@"+r["start_date"].(string))
+				default:
+					held = append(held, fmt.Sprintf("%v", r))
+				}
+			}
+			out = append(out, a["resource_id"].(string)+":"+strings.Join(held, ","))
+		}
+		return strings.Join(out, " ")
+	}
+	list := func(path string, who map[string]string) string {
+		t.Helper()
+		return seen(e.mustDo(call{method: "GET", path: path, header: who}, http.StatusOK)["allocations"].([]any))
+	}
+	for _, tc := range []struct {
+		name, path string
+		who        map[string]string
+		want       string
+	}{
+		{"admin", "/v1/os-hosts/allocations", asAdmin, "1:mine@2026-11-22T10:00:00.000000 2:theirs@2026-11-22T16:00:00.000000 3:theirs@2026-11-22T16:00:00.000000"},
+		{"member", "/v1/os-hosts/allocations", asAlice, "1:mine@2026-11-22T10:00:00.000000 2:busy@2026-11-22T16:00:00.000000 3:busy@2026-11-22T16:00:00.000000"},
+		{"reader", "/v1/os-hosts/allocations?limit=2", asReader, "1:mine@2026-11-22T10:00:00.000000 2:busy@2026-11-22T16:00:00.000000"},
+		{"other member", "/v1/os-hosts/allocations", asBob, "1:busy@2026-11-22T10:00:00.000000 2:theirs@2026-11-22T16:00:00.000000 3:theirs@2026-11-22T16:00:00.000000"},
+		{"member, window", "/v1/os-hosts/allocations?from=2026-11-22T12:00:00Z&to=2026-11-22T15:00:00Z", asAlice, "1:mine@2026-11-22T10:00:00.000000 2: 3:"},
+		// Filtering on another project's lease must not tell which hosts it holds.
+		{"member, their lease", "/v1/os-hosts/allocations?lease_id=" + theirs.ID, asAlice, "1: 2: 3:"},
+		{"member, their reservation", "/v1/os-hosts/allocations?reservation_id=" + theirs.Reservations[0].ID, asAlice, "1: 2: 3:"},
+		{"member, own lease", "/v1/os-hosts/allocations?lease_id=" + mine.ID, asAlice, "1:mine@2026-11-22T10:00:00.000000 2: 3:"},
+	} {
+		if got := list(tc.path, tc.who); got != tc.want {
+			t.Errorf("%s: %s\n got %s\nwant %s", tc.name, tc.path, got, tc.want)
+		}
+	}
+	one := e.mustDo(call{method: "GET", path: "/v1/os-hosts/2/allocation", header: asAlice}, http.StatusOK)["allocation"]
+	if got := seen([]any{one}); got != "2:busy@2026-11-22T16:00:00.000000" {
+		t.Errorf("member's host 2 allocation: %s", got)
+	}
+	// Other roles still get nothing, and hosts stay admin-only.
+	checkError(t, e.do(call{method: "GET", path: "/v1/os-hosts/allocations", header: asGuest}), 403, "blazar:oshosts:get_allocations")
+	checkError(t, e.do(call{method: "GET", path: "/v1/os-hosts", header: asAlice}), 403, "blazar:oshosts:get")
 }
 
 // cutShort lists one batch of n leases, then fails.

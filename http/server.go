@@ -62,6 +62,8 @@ type Server struct {
 	// matched ("" when the request was refused before routing; never the raw path, whose
 	// ids would make a metric's labels unbounded), the method, status and duration.
 	Observe func(route, method string, status int, d time.Duration)
+	// UI serves the web calendar under /ui/ (package ui); nil leaves it out (404).
+	UI http.Handler
 }
 
 func (s *Server) now() time.Time {
@@ -137,6 +139,9 @@ func (s *Server) Handler() http.Handler {
 	if s.Flavors != nil {
 		mux.Handle("/v1/flavors", s.methods(map[string]handler{"GET": s.listFlavors, "POST": s.createFlavor}))
 		mux.Handle("/v1/flavors/{id}", s.methods(map[string]handler{"GET": s.getFlavor, "DELETE": s.deleteFlavor}))
+	}
+	if s.UI != nil {
+		mux.Handle("/ui/", s.UI) // the web calendar's page and assets (package ui)
 	}
 	mux.Handle("/", s.unknownRoute(mux))
 	return s.middleware(mux)

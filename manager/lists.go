@@ -95,11 +95,19 @@ func (m *Manager) ListLeases(ctx context.Context, who climate.Identity, q climat
 }
 
 // HostAllocations passes, for every host in list order (or q.HostID only), the
-// reservations holding it to fn, batch by batch (admins only). The host ids are read
-// once; each batch's allocations are read in their own transaction.
+// reservations holding it to fn, batch by batch (admins only, by Blazar's default). A
+// caller refused by blazar:oshosts:get_allocations but allowed climate:oshosts:get_busy
+// (project readers and members, by default) gets the same listing with other projects'
+// reservations redacted: their reservation and lease ids are empty, only the busy
+// window is left. The host ids are read once; each batch's allocations are read in
+// their own transaction.
 func (m *Manager) HostAllocations(ctx context.Context, who climate.Identity, q climate.AllocationQuery, fn func([]climate.HostAllocation) error) (more bool, err error) {
+	var own map[string]bool // redacted listing: the caller's project's lease ids
 	if err := m.allow(who, "blazar:oshosts:get_allocations", who.OwnTarget()); err != nil {
-		return false, err
+		if m.allow(who, "climate:oshosts:get_busy", who.OwnTarget()) != nil {
+			return false, err
+		}
+		own = map[string]bool{}
 	}
 	if !q.From.IsZero() && !q.To.IsZero() && !q.To.After(q.From) {
 		return false, invalid("The end of the window (to) must be later than its start (from)")
@@ -130,6 +138,18 @@ func (m *Manager) HostAllocations(ctx context.Context, who climate.Identity, q c
 	if err != nil {
 		return false, err
 	}
+	if own != nil && who.ProjectID != "" {
+		err = m.store.View(ctx, func(tx climate.Tx) error {
+			leases, err := tx.ListLeases(ctx, climate.LeaseFilter{ProjectID: who.ProjectID})
+			for _, l := range leases {
+				own[l.ID] = true
+			}
+			return err
+		})
+	}
+	if err != nil {
+		return false, err
+	}
 	if q.Marker != "" && q.HostID == "" {
 		i := slices.Index(ids, q.Marker)
 		if i < 0 {
@@ -154,7 +174,14 @@ func (m *Manager) HostAllocations(ctx context.Context, who climate.Identity, q c
 		}
 		byHost := make(map[string][]climate.AllocatedReservation, len(f.ResourceIDs))
 		for _, a := range allocs {
-			byHost[a.ResourceID] = append(byHost[a.ResourceID], climate.AllocatedReservation{ID: a.ReservationID, LeaseID: a.LeaseID, Start: a.Start, End: a.End, Slots: a.Slots})
+			ar := climate.AllocatedReservation{ID: a.ReservationID, LeaseID: a.LeaseID, Start: a.Start, End: a.End, Slots: a.Slots}
+			if own != nil && !own[a.LeaseID] {
+				if q.LeaseID != "" || q.ReservationID != "" {
+					continue // which hosts another project's lease holds is not for the caller
+				}
+				ar.ID, ar.LeaseID = "", "" // another project's: busy, nothing more
+			}
+			byHost[a.ResourceID] = append(byHost[a.ResourceID], ar)
 		}
 		batch := make([]climate.HostAllocation, len(f.ResourceIDs))
 		for i, id := range f.ResourceIDs {

@@ -32,6 +32,7 @@ var Defaults = []RuleDefault{
 	{"blazar:oshosts:get_allocations", "rule:admin", "Policy rule for List/Get Host(s) Allocations API (GET /v1/os-hosts/allocations, GET /v1/os-hosts/{host_id}/allocation)."},
 	{"blazar:oshosts:get_resource_properties", "rule:admin", "Policy rule for Resource Properties API (GET /v1/os-hosts/properties)."},
 	{"blazar:oshosts:update_resource_properties", "rule:admin", "Policy rule for Resource Properties API (PATCH /v1/os-hosts/properties/{property_name})."},
+	{"climate:oshosts:get_busy", "rule:project_reader_or_admin", "Climate: hosts' busy times for callers whom blazar:oshosts:get_allocations refuses: GET /v1/os-hosts/allocations and GET /v1/os-hosts/{host_id}/allocation answer with other projects' reservations redacted (no reservation or lease id), for the web calendar."},
 	{"climate:oshosts:maintenance", "rule:admin", "Climate: List/Show/Add/Delete hosts' maintenance windows, which heal the reservations holding them (GET /v1/os-hosts/maintenances, GET/POST /v1/os-hosts/{host_id}/maintenances, GET/DELETE /v1/os-hosts/{host_id}/maintenances/{maintenance_id})."},
 
 	{"blazar:floatingips:get", "rule:project_reader_or_admin", "Policy rule for List/Show FloatingIP(s) API (GET /v1/floatingips, GET /v1/floatingips/{floatingip_id})."},

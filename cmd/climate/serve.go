@@ -34,6 +34,7 @@ import (
 	"climate/notify/webhook"
 	"climate/postgres"
 	"climate/sqlite"
+	"climate/ui"
 )
 
 // serveOptions are climate serve's settings; each is a flag and a CLIMATE_… variable.
@@ -505,7 +506,8 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 		runHub(ctx, &wg, hub, pg, runEngine && onPostgres)
 		webhooks := &webhook.Service{Store: st, Clock: clk, Guard: webhook.Guard{AllowPrivate: o.notify.webhook.allowPrivate}, Sender: hooks, Notified: notified, Policy: pol}
 		api := &climatehttp.Server{Leases: mgr, Hosts: mgr, Availability: mgr, Auth: auth, Logger: log, CrossOrigin: origins, Notifications: hub, Webhooks: webhooks,
-			FloatingIPs: mgr, Flavors: mgr, Audit: mgr, Observe: mtr.Request}
+			FloatingIPs: mgr, Flavors: mgr, Audit: mgr, Observe: mtr.Request,
+			UI: ui.Handler()}
 		var limited net.Listener
 		srv, limited = climatehttp.NewHTTPServer(metrics.Handler(mtr, ready, api.Handler()), ln, limits, log)
 		log.Info("connection limits", "max_connections", limits.MaxConnections, "max_connections_per_client", limits.MaxConnectionsPerClient,
