@@ -72,7 +72,7 @@ func TestLeasesAndHosts(t *testing.T) {
 	req := api.LeaseRequest{Name: "job", StartDate: start.Format(api.DateFormat), EndDate: start.Add(time.Hour).Format(api.DateFormat),
 		Reservations: []map[string]any{{"resource_type": "physical:host", "min": 1, "max": 1, "resource_properties": `["==", "$gpu", "true"]`}}}
 	plan, err := c.CreateLease(ctx, api.LeaseRequest{Name: req.Name, StartDate: req.StartDate, EndDate: req.EndDate, Reservations: req.Reservations, DryRun: true})
-	if err != nil || strings.Join(plan.Reservations[0].Hosts, ",") != "1" {
+	if err != nil || strings.Join(plan.Reservations[0].Hosts, ",") != "n1" { // by name
 		t.Fatalf("dry run: %v %+v", err, plan)
 	}
 	l, err := c.CreateLease(ctx, req)
