@@ -108,6 +108,9 @@ func (m *Manager) CreateLease(ctx context.Context, who climate.Identity, req cli
 		if search, err = newSlotSearch(req, l, now); err != nil {
 			return nil, err
 		}
+		if err := m.checkDuration(l.ProjectID, now, now.Add(req.Duration)); err != nil {
+			return nil, err
+		}
 	} else {
 		if req.Duration != 0 || !req.Deadline.IsZero() {
 			return nil, invalid("duration and deadline go with start_date \"earliest\"")
@@ -126,6 +129,9 @@ func (m *Manager) CreateLease(ctx context.Context, who climate.Identity, req cli
 		}
 		if !l.End.After(l.Start) {
 			return nil, invalid("End date must be later than start date.")
+		}
+		if err := m.checkDuration(l.ProjectID, l.Start, l.End); err != nil {
+			return nil, err
 		}
 		if err := m.setEvents(l, req.BeforeEnd, req.BeforeStart, now); err != nil {
 			return nil, err
@@ -456,6 +462,12 @@ func (m *Manager) UpdateLease(ctx context.Context, who climate.Identity, id stri
 		return nil, invalid("Terminated leases can only be renamed")
 	case end.Before(minuteNow) || !end.After(start):
 		return nil, invalid("End date must be later than current and start date")
+	}
+	if err := m.checkDuration(cur.ProjectID, start, end); err != nil {
+		return nil, err
+	}
+	if err := m.checkExtension(cur, end, now); err != nil {
+		return nil, err
 	}
 	l.Start, l.End = start, end
 

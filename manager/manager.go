@@ -57,6 +57,8 @@ type Config struct {
 	// instance slots) ends, before another may start: Blazar's [physical:host]
 	// cleaning_time. 0, the default, allows back-to-back leases. Floating IPs get none.
 	Cleaning time.Duration
+	// Enforcement is the fair-use rules on lease durations; zero: none.
+	Enforcement Enforcement
 	// PreemptionNotice is how long before a host is taken back from a preemptible lease
 	// its lease.preempted notice is sent: a lease may take back hosts only for a start at
 	// least this (and the cleaning time) away, and a preemptible lease holds each host at

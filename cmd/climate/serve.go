@@ -56,6 +56,7 @@ type serveOptions struct {
 	beforeStart    time.Duration
 	cleaning       time.Duration // a host's gap after each allocation (Blazar's cleaning_time)
 	preemptNotice  time.Duration // lease.preempted's lead before a host is taken back
+	enforcement    manager.Enforcement
 	logLevel       string
 	// claimTTL is how long an engine's claim on due events lasts, unless renewed, before
 	// another replica may take them over (engine.Config.ClaimTTL); hidden, for tests.
@@ -137,6 +138,9 @@ logged at most every 10 s, with counts.` + keystoneHelp,
 	f.StringVar(&o.role, "role", "all", "what this process runs: all, api (REST API only) or engine (events only)")
 	f.DurationVar(&o.beforeEnd, "before-end", manager.DefaultBeforeEnd, "default time before a lease's end when before_end_lease fires (0 = no such event)")
 	f.DurationVar(&o.beforeStart, "before-start", 0, "default time before a lease's start when the before_start_lease heads-up fires (0 = no such event; not created when the start is nearer)")
+	f.DurationVar(&o.enforcement.MaxLeaseDuration, "max-lease-duration", 0, "longest lease a project may create or extend to (Blazar's max_lease_duration; 0 = no bound)")
+	f.DurationVar(&o.enforcement.ExtensionWindow, "extension-window", 0, "a lease's end may move later only within this long before it (e.g. 48h; 0 = any time)")
+	f.StringSliceVar(&o.enforcement.ExemptProjects, "enforcement-exempt-projects", nil, "project ids that --max-lease-duration and --extension-window do not bind (comma-separated)")
 	f.DurationVar(&o.preemptNotice, "preemption-notice", defaultPreemptionNotice, "how long before a host is taken back from a preemptible lease its lease.preempted notice is sent; a lease takes hosts back only for a start at least this (plus the cleaning time) away, and a preemptible lease holds each host at least this long")
 	f.DurationVar(&o.cleaning, "cleaning-time", 0, "time a host is kept free after each of its allocations (host or instance leases) ends, for cleaning or set-up, before another may start (Blazar's cleaning_time; 0 = back to back allowed; floating IPs get none)")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
@@ -326,6 +330,9 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 	if o.beforeStart < 0 {
 		return fmt.Errorf("--before-start %s: must not be negative", o.beforeStart)
 	}
+	if o.enforcement.MaxLeaseDuration < 0 || o.enforcement.ExtensionWindow < 0 {
+		return fmt.Errorf("--max-lease-duration and --extension-window must not be negative")
+	}
 	if o.preemptNotice < 0 {
 		return fmt.Errorf("--preemption-notice %s: must not be negative", o.preemptNotice)
 	}
@@ -458,6 +465,7 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 		BeforeStart:      o.beforeStart,
 		Cleaning:         o.cleaning,
 		PreemptionNotice: o.preemptNotice,
+		Enforcement:      o.enforcement,
 		EventsChanged: func() {
 			if eng != nil {
 				eng.Wake()
