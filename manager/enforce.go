@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"time"
@@ -16,8 +17,32 @@ type Enforcement struct {
 	// ExtensionWindow, when set, lets a lease's end move later only within this long
 	// before its current end (a lease is renewed near its end, not booked far ahead).
 	ExtensionWindow time.Duration
-	// ExemptProjects are the projects these rules do not apply to.
+	// ExemptProjects are the projects these rules, and the External service, do not
+	// apply to.
 	ExemptProjects []string
+	// External, when set, is the operator's service that allows or refuses each lease
+	// creation and update (enforce.External: Blazar's ExternalServiceFilter).
+	External LeaseChecker
+}
+
+// LeaseChecker allows or refuses lease changes (enforce.External).
+type LeaseChecker interface {
+	CheckCreate(ctx context.Context, who climate.Identity, l *climate.Lease) error
+	CheckUpdate(ctx context.Context, who climate.Identity, cur, l *climate.Lease) error
+}
+
+// checkExternal asks the operator's service, if there is one, about creating l (cur nil)
+// or changing cur into l. It is asked before planning and outside any transaction: its
+// answer may take a while.
+func (m *Manager) checkExternal(ctx context.Context, who climate.Identity, cur, l *climate.Lease) error {
+	e := m.cfg.Enforcement
+	if e.External == nil || slices.Contains(e.ExemptProjects, l.ProjectID) {
+		return nil
+	}
+	if cur == nil {
+		return e.External.CheckCreate(ctx, who, l)
+	}
+	return e.External.CheckUpdate(ctx, who, cur, l)
 }
 
 // checkDuration refuses, as Blazar's MaxLeaseDurationFilter does, a lease of project

@@ -106,3 +106,55 @@ func markStarted(t *testing.T, st climate.Store, id string) {
 		t.Fatal(err)
 	}
 }
+
+// refuser is an operator's service that refuses every lease of one project.
+type refuser struct{ project string }
+
+func (r refuser) CheckCreate(_ context.Context, _ climate.Identity, l *climate.Lease) error {
+	if l.ProjectID == r.project {
+		return climate.Errorf(climate.CodeForbidden, "project %s has no allocation left", r.project)
+	}
+	return nil
+}
+
+func (r refuser) CheckUpdate(ctx context.Context, who climate.Identity, _, l *climate.Lease) error {
+	return r.CheckCreate(ctx, who, l)
+}
+
+// A lease the operator's service refuses is not created (nothing is written) and keeps
+// the service's message; an update it refuses changes nothing; an exempt project is not
+// asked.
+func TestExternalServiceRefusalChangesNothing(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, t.TempDir()+"/climate.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	m := manager.New(st, clock.NewFake(t0), manager.Config{Enforcement: manager.Enforcement{External: refuser{"physics"}, ExemptProjects: []string{"ops"}}})
+	addHosts(t, m, 1, nil)
+	req := climate.LeaseRequest{Name: "l", Start: at(time.Hour), End: at(2 * time.Hour), Reservations: []climate.ReservationRequest{hostReq(1, 1, "")}}
+	if _, err := m.CreateLease(ctx, alice, req); climate.ErrorCode(err) != climate.CodeForbidden || err.Error() != "project physics has no allocation left" {
+		t.Errorf("refused create: %v", err)
+	}
+	leases, _, _ := manager.CollectLeases(ctx, m, admin, climate.LeaseQuery{})
+	if len(leases) != 0 {
+		t.Errorf("a refused lease was written: %d leases", len(leases))
+	}
+	l, err := m.CreateLease(ctx, bob, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m2 := manager.New(st, clock.NewFake(t0), manager.Config{Enforcement: manager.Enforcement{External: refuser{"chemistry"}}})
+	if _, err := m2.UpdateLease(ctx, bob, l.ID, climate.LeaseUpdate{End: at(3 * time.Hour)}); climate.ErrorCode(err) != climate.CodeForbidden {
+		t.Errorf("refused update: %v", err)
+	}
+	if got, _ := m2.GetLease(ctx, admin, l.ID); !got.End.Equal(t0.Add(2 * time.Hour)) {
+		t.Errorf("a refused update changed the lease: ends %s", got.End)
+	}
+	m3 := manager.New(st, clock.NewFake(t0), manager.Config{Enforcement: manager.Enforcement{External: refuser{"ops"}, ExemptProjects: []string{"ops"}}})
+	req.Start, req.End = at(5*time.Hour), at(6*time.Hour) // the host is free then
+	if _, err := m3.CreateLease(ctx, admin, req); err != nil {
+		t.Errorf("an exempt project was refused: %v", err)
+	}
+}

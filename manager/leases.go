@@ -140,6 +140,9 @@ func (m *Manager) CreateLease(ctx context.Context, who climate.Identity, req cli
 			return nil, err
 		}
 	}
+	if err := m.checkExternal(ctx, who, nil, l); err != nil {
+		return nil, err
+	}
 	if m.cfg.Trusts != nil && !req.DryRun {
 		// As Blazar: the owner's roles are delegated to Climate for the lease's actions.
 		var err error
@@ -592,6 +595,9 @@ func (m *Manager) moveBeforeStart(l, cur *climate.Lease, given *time.Time, start
 // commitUpdate writes l over cur, re-planning hosts when replan is set. The write fails
 // with a conflict if the lease changed status meanwhile (an event fired).
 func (m *Manager) commitUpdate(ctx context.Context, who climate.Identity, cur, l *climate.Lease, replan bool) error {
+	if err := m.checkExternal(ctx, who, cur, l); err != nil {
+		return err
+	}
 	write := func(tx climate.Tx) error {
 		now, err := tx.GetLease(ctx, l.ID)
 		if err != nil {

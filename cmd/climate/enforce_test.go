@@ -1,9 +1,12 @@
 package main
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
+	"climate/enforce"
 	"climate/manager"
 )
 
@@ -15,4 +18,22 @@ func TestServeEnforcesMaxLeaseDuration(t *testing.T) {
 	c.fails("must be less than or equal to the maximum lease duration of 7200 seconds (2h0m0s)",
 		"lease", "create", "long", "--start-date", "2030-01-07 09:00", "--end-date", "+3h", "--reservation", "resource_type=physical:host,min=1,max=1")
 	c.ok("lease", "create", "ok", "--start-date", "2030-01-07 09:00", "--end-date", "+2h", "--reservation", "resource_type=physical:host,min=1,max=1")
+}
+
+// climate serve --external-filter-url: the operator's service refuses a lease, and the
+// CLI shows its message; the token is sent.
+func TestServeAsksTheExternalFilter(t *testing.T) {
+	tokens := make(chan string, 4)
+	svc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tokens <- r.Header.Get("X-Auth-Token")
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = w.Write([]byte(`{"message": "no allocation left for this project"}`))
+	}))
+	defer svc.Close()
+	c := newCLI(t, serveOptions{external: enforce.External{Base: svc.URL, Token: "s3cret", Timeout: 5 * time.Second}})
+	c.ok("host", "create", "n1")
+	c.fails("no allocation left for this project", "lease", "create", "x", "--end-date", "+1h", "--reservation", "resource_type=physical:host,min=1,max=1")
+	if got := <-tokens; got != "s3cret" {
+		t.Errorf("the filter got token %q", got)
+	}
 }

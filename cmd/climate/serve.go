@@ -2,6 +2,7 @@ package main
 
 import (
 	"climate/buildinfo"
+	"climate/enforce"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -57,6 +58,7 @@ type serveOptions struct {
 	cleaning       time.Duration // a host's gap after each allocation (Blazar's cleaning_time)
 	preemptNotice  time.Duration // lease.preempted's lead before a host is taken back
 	enforcement    manager.Enforcement
+	external       enforce.External // the operator's service, when external.Base is set
 	logLevel       string
 	// claimTTL is how long an engine's claim on due events lasts, unless renewed, before
 	// another replica may take them over (engine.Config.ClaimTTL); hidden, for tests.
@@ -141,6 +143,10 @@ logged at most every 10 s, with counts.` + keystoneHelp,
 	f.DurationVar(&o.enforcement.MaxLeaseDuration, "max-lease-duration", 0, "longest lease a project may create or extend to (Blazar's max_lease_duration; 0 = no bound)")
 	f.DurationVar(&o.enforcement.ExtensionWindow, "extension-window", 0, "a lease's end may move later only within this long before it (e.g. 48h; 0 = any time)")
 	f.StringSliceVar(&o.enforcement.ExemptProjects, "enforcement-exempt-projects", nil, "project ids that --max-lease-duration and --extension-window do not bind (comma-separated)")
+	f.StringVar(&o.external.Base, "external-filter-url", "", "the operator's service that allows or refuses each lease creation and update (Blazar's ExternalServiceFilter: POST URL/check-create and URL/check-update; 204 allows, 403 {\"message\"} refuses)")
+	f.StringVar(&o.external.Token, "external-filter-token", "", "token sent to the external filter as X-Auth-Token (prefer CLIMATE_EXTERNAL_FILTER_TOKEN: flags show in ps)")
+	f.DurationVar(&o.external.Timeout, "external-filter-timeout", 5*time.Second, "how long the external filter may take to answer")
+	f.BoolVar(&o.external.FailOpen, "external-filter-fail-open", false, "allow what the external filter does not answer about in time (by default it is refused with a 503)")
 	f.DurationVar(&o.preemptNotice, "preemption-notice", defaultPreemptionNotice, "how long before a host is taken back from a preemptible lease its lease.preempted notice is sent; a lease takes hosts back only for a start at least this (plus the cleaning time) away, and a preemptible lease holds each host at least this long")
 	f.DurationVar(&o.cleaning, "cleaning-time", 0, "time a host is kept free after each of its allocations (host or instance leases) ends, for cleaning or set-up, before another may start (Blazar's cleaning_time; 0 = back to back allowed; floating IPs get none)")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
@@ -332,6 +338,15 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 	}
 	if o.enforcement.MaxLeaseDuration < 0 || o.enforcement.ExtensionWindow < 0 {
 		return fmt.Errorf("--max-lease-duration and --extension-window must not be negative")
+	}
+	if o.external.Base != "" {
+		if u, err := url.Parse(o.external.Base); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("--external-filter-url %q: want http(s)://HOST[:PORT][/PATH]", o.external.Base)
+		}
+		if o.external.Timeout <= 0 {
+			return fmt.Errorf("--external-filter-timeout %s: must be positive", o.external.Timeout)
+		}
+		o.enforcement.External = &o.external
 	}
 	if o.preemptNotice < 0 {
 		return fmt.Errorf("--preemption-notice %s: must not be negative", o.preemptNotice)
