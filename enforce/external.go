@@ -56,43 +56,14 @@ func contextOf(who climate.Identity) map[string]string {
 }
 
 func (e *External) call(ctx context.Context, endpoint string, body any) error {
-	b, err := json.Marshal(body)
-	if err != nil {
-		return err
-	}
-	timeout := e.Timeout
-	if timeout <= 0 {
-		timeout = 5 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(e.Base, "/")+endpoint, bytes.NewReader(b))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if e.Token != "" {
-		req.Header.Set("X-Auth-Token", e.Token)
-	}
-	client := e.Client
-	if client == nil {
-		client = http.DefaultClient
-	}
-	resp, err := client.Do(req)
+	status, data, err := e.post(ctx, endpoint, body)
 	if err != nil {
 		if e.FailOpen {
 			return nil
 		}
-		var urlErr interface{ Timeout() bool }
-		why := "did not answer"
-		if errors.As(err, &urlErr) && urlErr.Timeout() {
-			why = fmt.Sprintf("did not answer within %s", timeout)
-		}
-		return climate.Errorf(climate.CodeUnavailable, "The external enforcement service %s; the request is refused until it answers", why)
+		return climate.Errorf(climate.CodeUnavailable, "The external enforcement service %s; the request is refused until it answers", err)
 	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	switch resp.StatusCode {
+	switch status {
 	case http.StatusNoContent:
 		return nil
 	case http.StatusForbidden:
@@ -104,4 +75,73 @@ func (e *External) call(ctx context.Context, endpoint string, body any) error {
 		}
 	}
 	return climate.Errorf(climate.CodeForbidden, "%s", DeniedMessage)
+}
+
+// post sends body to the endpoint and returns the answer's status and (the start of) its
+// body; err says, for a service that did not answer, how it did not.
+func (e *External) post(ctx context.Context, endpoint string, body any) (status int, data []byte, err error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return 0, nil, err
+	}
+	timeout := e.Timeout
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(e.Base, "/")+endpoint, bytes.NewReader(b))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if e.Token != "" {
+		req.Header.Set("X-Auth-Token", e.Token)
+	}
+	client := e.Client
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		var urlErr interface{ Timeout() bool }
+		if errors.As(err, &urlErr) && urlErr.Timeout() {
+			return 0, nil, fmt.Errorf("did not answer within %s", timeout)
+		}
+		return 0, nil, errors.New("did not answer")
+	}
+	defer resp.Body.Close()
+	data, _ = io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	return resp.StatusCode, data, nil
+}
+
+// OnEnd tells the service of each lease that ended (POST BASE/on-end with {"context",
+// "lease"}, as Blazar's filter's on_end). It is a notification destination
+// (notify.Destination): it gets every lease.event.end_lease at least once, in order,
+// retried with backoff like any destination.
+type OnEnd struct{ *External }
+
+// Name is its delivery cursor's name.
+func (OnEnd) Name() string { return "external-filter" }
+
+// Accepts takes the lease ends only.
+func (OnEnd) Accepts(n *climate.Notification) bool {
+	return n.EventType == climate.NotifyEvent(climate.EventEndLease)
+}
+
+// Deliver posts n's lease; an answer other than 2xx, or none, is retried.
+func (o OnEnd) Deliver(ctx context.Context, n *climate.Notification) error {
+	var lease map[string]any
+	if err := json.Unmarshal(n.Payload, &lease); err != nil {
+		return err
+	}
+	user, _ := lease["user_id"].(string)
+	status, _, err := o.post(ctx, "/on-end", map[string]any{"context": map[string]string{"user_id": user, "project_id": n.ProjectID}, "lease": lease})
+	if err != nil {
+		return fmt.Errorf("the external filter %w", err)
+	}
+	if status < 200 || status > 299 {
+		return fmt.Errorf("the external filter answered %d to on-end", status)
+	}
+	return nil
 }

@@ -96,3 +96,38 @@ func TestExternalServiceFilter(t *testing.T) {
 		t.Errorf("fail-open, no answer: %v", err)
 	}
 }
+
+// OnEnd, a notification destination, posts each lease end to BASE/on-end with Blazar's
+// payload; it takes lease ends only, and a failing service is retried (an error).
+func TestOnEndTellsTheServiceOfLeaseEnds(t *testing.T) {
+	status := make(chan int, 2)
+	got := make(chan map[string]any, 2)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m map[string]any
+		b, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(b, &m)
+		m["path"] = r.URL.Path
+		got <- m
+		w.WriteHeader(<-status)
+	}))
+	defer srv.Close()
+	d := enforce.OnEnd{External: &enforce.External{Base: srv.URL}}
+	end := &climate.Notification{EventType: "lease.event.end_lease", ProjectID: "physics", Payload: []byte(`{"lease_id": "l1", "id": "l1", "name": "train", "user_id": "alice"}`)}
+	if d.Accepts(&climate.Notification{EventType: "lease.create"}) || !d.Accepts(end) {
+		t.Error("OnEnd should take lease ends only")
+	}
+	status <- 500
+	if err := d.Deliver(context.Background(), end); err == nil || !strings.Contains(err.Error(), "answered 500") {
+		t.Errorf("a failing service: %v", err)
+	}
+	<-got
+	status <- 204
+	if err := d.Deliver(context.Background(), end); err != nil {
+		t.Fatal(err)
+	}
+	m := <-got
+	if m["path"] != "/on-end" || m["lease"].(map[string]any)["name"] != "train" || m["context"].(map[string]any)["user_id"] != "alice" ||
+		m["context"].(map[string]any)["project_id"] != "physics" {
+		t.Errorf("on-end got %v", m)
+	}
+}

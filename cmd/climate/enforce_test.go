@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -35,5 +36,35 @@ func TestServeAsksTheExternalFilter(t *testing.T) {
 	c.fails("no allocation left for this project", "lease", "create", "x", "--end-date", "+1h", "--reservation", "resource_type=physical:host,min=1,max=1")
 	if got := <-tokens; got != "s3cret" {
 		t.Errorf("the filter got token %q", got)
+	}
+}
+
+// With the external filter, climate serve tells it of each lease end (on-end), through
+// the notification worker.
+func TestServeTellsTheExternalFilterOfLeaseEnds(t *testing.T) {
+	ends := make(chan string, 4)
+	svc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/on-end" {
+			var body struct {
+				Lease struct {
+					Name string `json:"name"`
+				} `json:"lease"`
+			}
+			_ = json.NewDecoder(r.Body).Decode(&body)
+			ends <- body.Lease.Name
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer svc.Close()
+	c := newCLI(t, serveOptions{external: enforce.External{Base: svc.URL, Timeout: 5 * time.Second}})
+	c.ok("host", "create", "n1")
+	c.ok("lease", "create", "short", "--end-date", "+1s", "--reservation", "resource_type=physical:host,min=1,max=1")
+	select {
+	case name := <-ends:
+		if name != "short" {
+			t.Errorf("on-end for %q", name)
+		}
+	case <-time.After(30 * time.Second): // a safety net, not a wait: the end is signalled
+		t.Fatal("the external filter never heard of the lease's end")
 	}
 }

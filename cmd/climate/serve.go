@@ -450,6 +450,9 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 			return err
 		}
 		defer closeDests() // deferred before the worker stops (wg.Wait), so runs after it
+		if o.external.Base != "" { // the operator's service hears of each lease end
+			dests = append(dests, enforce.OnEnd{External: &o.external})
+		}
 		deliverer = newDeliverer(st, pg, clk, log, o.role, append([]notify.Destination{notify.Log{Logger: log}}, dests...), hooks, mtr.Delivered)
 	}
 	var hub *stream.Hub // GET /v1/events/stream's, where the API runs
