@@ -449,7 +449,7 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 		if err != nil {
 			return err
 		}
-		defer closeDests() // deferred before the worker stops (wg.Wait), so runs after it
+		defer closeDests()         // deferred before the worker stops (wg.Wait), so runs after it
 		if o.external.Base != "" { // the operator's service hears of each lease end
 			dests = append(dests, enforce.OnEnd{External: &o.external})
 		}
