@@ -393,7 +393,7 @@ func TestCLIWait(t *testing.T) {
 	}
 
 	// A lease that ends in a moment: wait for TERMINATED (the poll lands just after the end).
-	c.ok("lease", "create", "short", "--reservation", "resource_type=physical:host,min=1,max=1", "--end-date", "+1s")
+	c.ok("lease", "create", "short", "--reservation", "resource_type=physical:host,min=1,max=1", "--end-date", "+2s") // long enough for a loaded machine to create it before it ends
 	out, errOut, err = runClimate(t, "lease", "wait", "short", "--status", "terminated", "--timeout", "30s", "-o", "value", "-c", "status")
 	if err != nil || out != "TERMINATED\n" {
 		t.Fatalf("wait --status TERMINATED: %v %q\nstderr:\n%s", err, out, errOut)

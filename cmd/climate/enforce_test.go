@@ -58,7 +58,7 @@ func TestServeTellsTheExternalFilterOfLeaseEnds(t *testing.T) {
 	defer svc.Close()
 	c := newCLI(t, serveOptions{external: enforce.External{Base: svc.URL, Timeout: 5 * time.Second}})
 	c.ok("host", "create", "n1")
-	c.ok("lease", "create", "short", "--end-date", "+1s", "--reservation", "resource_type=physical:host,min=1,max=1")
+	c.ok("lease", "create", "short", "--end-date", "+2s", "--reservation", "resource_type=physical:host,min=1,max=1")
 	select {
 	case name := <-ends:
 		if name != "short" {

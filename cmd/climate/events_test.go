@@ -112,7 +112,7 @@ func TestCLIWaitIsPushed(t *testing.T) {
 	}
 
 	// Waiting for the end.
-	c.ok("lease", "create", "short", "--reservation", "resource_type=physical:host,min=1,max=1", "--end-date", "+1s")
+	c.ok("lease", "create", "short", "--reservation", "resource_type=physical:host,min=1,max=1", "--end-date", "+2s") // long enough for a loaded machine to create it before it ends
 	if out, errOut, err := runClimate(t, "lease", "wait", "short", "--status", "terminated", "-o", "value", "-c", "status"); err != nil || out != "TERMINATED\n" {
 		t.Fatalf("wait for TERMINATED: %v %q\n%s", err, out, errOut)
 	}

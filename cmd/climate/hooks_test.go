@@ -37,7 +37,7 @@ func TestServeRunsHooksAndManagesPower(t *testing.T) {
 	c.ok("host", "create", "h1")
 	c.ok("host", "create", "h2")
 	c.ok("host", "create", "h3")
-	c.ok("lease", "create", "short", "--reservation", "resource_type=physical:host,min=1,max=1,hypervisor_properties=[\"==\",\"$hypervisor_hostname\",\"h1\"]", "--end-date", "+1s")
+	c.ok("lease", "create", "short", "--reservation", "resource_type=physical:host,min=1,max=1,hypervisor_properties=[\"==\",\"$hypervisor_hostname\",\"h1\"]", "--end-date", "+2s")
 	if out := c.ok("lease", "wait", "short", "--status", "terminated", "--timeout", "30s", "-o", "value", "-c", "status"); out != "TERMINATED\n" {
 		t.Fatalf("short: %q", out)
 	}
