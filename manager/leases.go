@@ -248,7 +248,11 @@ type planOptions struct {
 // conflict it plans again on a fresh view. prev is the lease before an update (nil on
 // create): its hosts are preferred, and active reservations must keep all of theirs.
 func (m *Manager) planAndCommit(ctx context.Context, l, prev *climate.Lease, opts planOptions, write func(climate.Tx) error) error {
-	askedEnd, askedEvents := l.End, slices.Clone(l.Events) // a preemptible lease's, before it is fitted
+	var askedEnd time.Time // a preemptible lease's window and events, before it is fitted
+	var askedEvents []climate.Event
+	if l.Preemptible {
+		askedEnd, askedEvents = l.End, slices.Clone(l.Events)
+	}
 	for attempt := 0; attempt < commitAttempts; attempt++ {
 		var chosen, onHosts, onOthers []climate.Allocation
 		var capacity map[string]climate.Size

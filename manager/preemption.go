@@ -184,37 +184,32 @@ func (m *Manager) reclaim(ctx context.Context, tx climate.Tx, l *climate.Lease, 
 	if l.Start.Before(now.Add(m.cfg.PreemptionNotice + c)) {
 		return others, nil, nil, nil, nil
 	}
-	// Per resource: the cleaning time kept after its holds, and whether to cut.
+	// Per resource: the cleaning time kept after its holds, l's allocations and the
+	// others' there, and whether to cut.
 	cleaning := map[string]time.Duration{}
+	mine, near := map[string][]climate.Allocation{}, map[string][]climate.Allocation{}
 	for _, a := range onOthers {
 		cleaning[a.ResourceID] = 0
+		mine[a.ResourceID] = append(mine[a.ResourceID], a)
 	}
 	for _, a := range onHosts {
 		cleaning[a.ResourceID] = c
+		mine[a.ResourceID] = append(mine[a.ResourceID], a)
+	}
+	takeable := map[string]bool{}
+	for _, o := range others {
+		near[o.ResourceID] = append(near[o.ResourceID], o)
+		takeable[o.ResourceID] = takeable[o.ResourceID] || takeBack(o, l.Start.Add(-cleaning[o.ResourceID]))
 	}
 	cut := map[string]bool{}
 	for id, c := range cleaning {
-		at := l.Start.Add(-c)
-		var mine, near []climate.Allocation
-		soft := false
-		for _, a := range append(onHosts, onOthers...) {
-			if a.ResourceID == id {
-				mine = append(mine, a)
-			}
-		}
-		for _, o := range others {
-			if o.ResourceID == id {
-				near = append(near, o)
-				soft = soft || (o.Preemptible && o.Start.Before(at) && o.End.After(at))
-			}
-		}
-		cut[id] = soft && !(allShared(mine) && plan.Fits(mine, near, capacity, c))
+		cut[id] = takeable[id] && !(allShared(mine[id]) && plan.Fits(mine[id], near[id], capacity, c))
 	}
 	byLease := map[string]*climate.Lease{}
 	after = make([]climate.Allocation, 0, len(others))
 	for _, o := range others {
 		at := l.Start.Add(-cleaning[o.ResourceID])
-		if !cut[o.ResourceID] || !o.Preemptible || !o.Start.Before(at) || !o.End.After(at) {
+		if !cut[o.ResourceID] || !takeBack(o, at) {
 			after = append(after, o)
 			continue
 		}
@@ -236,6 +231,12 @@ func (m *Manager) reclaim(ctx context.Context, tx climate.Tx, l *climate.Lease, 
 		m.cfg.Log.Info("resources taken back from a preemptible lease", "lease", p.ID, "by", l.ID, "on_preempt", p.OnPreempt)
 	}
 	return after, cutLeases, removed, added, nil
+}
+
+// takeBack reports whether preemptible allocation o can be cut at at: it started
+// before and runs past it.
+func takeBack(o climate.Allocation, at time.Time) bool {
+	return o.Preemptible && o.Start.Before(at) && o.End.After(at)
 }
 
 // allShared reports whether every allocation holds slots of its resource.

@@ -22,9 +22,12 @@ func (x *Index) remember(key string, match func(*climate.Host) bool) {
 	}
 	if len(x.matches) >= maxCachedFilters {
 		x.matches = map[string]func(*climate.Host) bool{}
+		x.demand = nil
 	}
 	x.matches[key] = match
-	x.demand = nil
+	if x.demand != nil {
+		x.count(x.demand, match) // the one new filter, not all of them again
+	}
 }
 
 // KeepFilters carries the filters prev's requests used over to x (a rebuilt index), so
@@ -43,8 +46,8 @@ func (x *Index) KeepFilters(prev *Index) {
 }
 
 // demandOf returns, per host, how many remembered filters it matches among those that
-// leave some reservable host out; nil when sparing is off. It is counted again only
-// after a new filter is remembered.
+// leave some reservable host out; nil when sparing is off. It is counted once per index
+// and then kept up to date as filters are remembered.
 func (x *Index) demandOf() []int32 {
 	if x.noSparing {
 		return nil
@@ -54,28 +57,31 @@ func (x *Index) demandOf() []int32 {
 	if x.demand != nil {
 		return x.demand
 	}
+	demand := make([]int32, len(x.hosts))
+	for _, match := range x.matches {
+		x.count(demand, match)
+	}
+	x.demand = demand
+	return demand
+}
+
+// count adds to demand the hosts match asks for, unless it asks for every reservable host
+// (a filter every host matches spares none). The caller holds x.mu.
+func (x *Index) count(demand []int32, match func(*climate.Host) bool) {
+	var matched []int32
 	reservable := 0
 	for i := range x.hosts {
 		if x.hosts[i].Reservable {
 			reservable++
-		}
-	}
-	demand := make([]int32, len(x.hosts))
-	var matched []int32
-	for _, match := range x.matches {
-		matched = matched[:0]
-		for i := range x.hosts {
-			if x.hosts[i].Reservable && match(&x.hosts[i]) {
+			if match(&x.hosts[i]) {
 				matched = append(matched, int32(i))
 			}
 		}
-		if len(matched) == reservable {
-			continue // a filter every host matches spares none
-		}
-		for _, p := range matched {
-			demand[p]++
-		}
 	}
-	x.demand = demand
-	return demand
+	if len(matched) == reservable {
+		return
+	}
+	for _, p := range matched {
+		demand[p]++
+	}
 }
