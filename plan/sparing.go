@@ -1,6 +1,10 @@
 package plan
 
-import "climate"
+import (
+	"slices"
+
+	"climate"
+)
 
 // Sparing scarce hosts. Best fit alone may give an unfiltered request a GPU host while a
 // plain one is free, and push back the next request that needs a GPU. So the index
@@ -26,7 +30,10 @@ func (x *Index) remember(key string, match func(*climate.Host) bool) {
 	}
 	x.matches[key] = match
 	if x.demand != nil {
-		x.count(x.demand, match) // the one new filter, not all of them again
+		// The one new filter, not all of them again; on a copy, as readers hold the old.
+		d := slices.Clone(x.demand)
+		x.count(d, match)
+		x.demand = d
 	}
 }
 
