@@ -93,6 +93,8 @@ type Tx interface {
 	MaintenanceStore
 	// The audit trail, written in the transactions of the changes it records.
 	AuditStore
+	// Usage records, project limits and budget charges.
+	UsageStore
 }
 
 // LeaseFilter selects leases. Zero fields match everything.

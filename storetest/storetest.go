@@ -55,6 +55,7 @@ func Run(t *testing.T, open func(t *testing.T) climate.Store) {
 		{"Maintenances", testMaintenances},
 		{"DegradedLeases", testDegradedLeases},
 		{"Audit", testAudit},
+		{"Usage", testUsage},
 		{"Rollback", testRollback},
 		{"CancelledContext", testCancelledContext},
 		{"ViewRejectsWrites", testViewRejectsWrites},

@@ -1,0 +1,42 @@
+-- Usage records (Climate's extension): one row per allocation a lease ever had, what it
+-- reserved and held and what it charges the project's budget, written in the
+-- transactions that change the lease and kept after the lease is deleted. Times are
+-- microseconds since the epoch; held_from and held_until are NULL while not yet set.
+CREATE TABLE usage_records (
+    allocation_id  TEXT PRIMARY KEY,
+    reservation_id TEXT NOT NULL,
+    lease_id       TEXT NOT NULL,
+    lease_name     TEXT NOT NULL,
+    project_id     TEXT NOT NULL,
+    resource_type  TEXT NOT NULL,
+    resource_id    TEXT NOT NULL,
+    class          TEXT NOT NULL,
+    units          INTEGER NOT NULL,
+    start_at       INTEGER NOT NULL,
+    end_at         INTEGER NOT NULL,
+    held_from      INTEGER,
+    held_until     INTEGER,
+    rate           REAL NOT NULL,
+    cost           REAL NOT NULL,
+    closed         INTEGER NOT NULL,
+    created_at     INTEGER NOT NULL,
+    updated_at     INTEGER NOT NULL
+);
+CREATE INDEX usage_records_lease ON usage_records (lease_id);
+CREATE INDEX usage_records_order ON usage_records (reservation_id, allocation_id);
+CREATE INDEX usage_records_project ON usage_records (project_id, reservation_id, allocation_id);
+CREATE INDEX usage_records_open ON usage_records (project_id, end_at) WHERE closed = 0;
+
+-- An operator's limits on a project: one JSON document (climate.EncodeLimits).
+CREATE TABLE project_limits (
+    project_id  TEXT PRIMARY KEY,
+    limits_json TEXT NOT NULL,
+    updated_at  INTEGER NOT NULL
+);
+
+-- What each project's budget is charged: the sum of its usage records' cost, kept as a
+-- running total so a budget check reads one row.
+CREATE TABLE project_charges (
+    project_id TEXT PRIMARY KEY,
+    charged    REAL NOT NULL
+);

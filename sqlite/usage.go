@@ -1,0 +1,137 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+
+	"climate"
+)
+
+const usageColumns = `allocation_id, reservation_id, lease_id, lease_name, project_id, resource_type, resource_id, class, units,
+	start_at, end_at, held_from, held_until, rate, cost, closed, created_at, updated_at`
+
+// ListUsage returns the usage records matching f, by reservation, then allocation.
+func (t *tx) ListUsage(ctx context.Context, f climate.UsageFilter) ([]climate.UsageRecord, error) {
+	var where []string
+	var args []any
+	add := func(cond string, a ...any) {
+		where = append(where, cond)
+		args = append(args, a...)
+	}
+	if f.ProjectID != "" {
+		add(`project_id = ?`, f.ProjectID)
+	}
+	if f.LeaseID != "" {
+		add(`lease_id = ?`, f.LeaseID)
+	}
+	if f.OpenOnly {
+		add(`closed = 0`)
+	}
+	if !f.From.IsZero() {
+		add(`end_at > ?`, micros(f.From))
+	}
+	if !f.To.IsZero() {
+		add(`start_at < ?`, micros(f.To))
+	}
+	if f.AfterReservation != "" || f.AfterAllocation != "" {
+		add(`(reservation_id, allocation_id) > (?, ?)`, f.AfterReservation, f.AfterAllocation)
+	}
+	q := `SELECT ` + usageColumns + ` FROM usage_records`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, ` AND `)
+	}
+	q += ` ORDER BY reservation_id, allocation_id`
+	if f.Limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, f.Limit)
+	}
+	rows, err := t.q.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, internal(err)
+	}
+	defer rows.Close()
+	var out []climate.UsageRecord
+	for rows.Next() {
+		var u climate.UsageRecord
+		var start, end, created, updated int64
+		var heldFrom, heldUntil sql.NullInt64
+		if err := rows.Scan(&u.AllocationID, &u.ReservationID, &u.LeaseID, &u.LeaseName, &u.ProjectID, &u.ResourceType, &u.ResourceID,
+			&u.Class, &u.Units, &start, &end, &heldFrom, &heldUntil, &u.Rate, &u.Cost, &u.Closed, &created, &updated); err != nil {
+			return nil, internal(err)
+		}
+		u.Start, u.End, u.CreatedAt, u.UpdatedAt = fromMicros(start), fromMicros(end), fromMicros(created), fromMicros(updated)
+		u.HeldFrom, u.HeldUntil = fromNullMicros(heldFrom), fromNullMicros(heldUntil)
+		out = append(out, u)
+	}
+	return out, internal(rows.Err())
+}
+
+// PutUsage inserts or replaces usage records.
+func (t *tx) PutUsage(ctx context.Context, rs []climate.UsageRecord) error {
+	if err := t.writable(); err != nil {
+		return err
+	}
+	for _, u := range rs {
+		_, err := t.q.ExecContext(ctx, `INSERT OR REPLACE INTO usage_records (`+usageColumns+`)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			u.AllocationID, u.ReservationID, u.LeaseID, u.LeaseName, u.ProjectID, u.ResourceType, u.ResourceID, u.Class, u.Units,
+			micros(u.Start), micros(u.End), nullMicros(u.HeldFrom), nullMicros(u.HeldUntil), u.Rate, u.Cost, u.Closed,
+			micros(u.CreatedAt), micros(u.UpdatedAt))
+		if err != nil {
+			return internal(err)
+		}
+	}
+	return nil
+}
+
+// ChargeProject adds delta to the project's charge and returns the new total.
+func (t *tx) ChargeProject(ctx context.Context, project string, delta float64) (float64, error) {
+	if err := t.writable(); err != nil {
+		return 0, err
+	}
+	var total float64
+	err := t.q.QueryRowContext(ctx, `INSERT INTO project_charges (project_id, charged) VALUES (?, ?)
+		ON CONFLICT (project_id) DO UPDATE SET charged = charged + excluded.charged RETURNING charged`, project, delta).Scan(&total)
+	return total, internal(err)
+}
+
+// ProjectCharged returns the project's charge.
+func (t *tx) ProjectCharged(ctx context.Context, project string) (float64, error) {
+	var total float64
+	err := t.q.QueryRowContext(ctx, `SELECT charged FROM project_charges WHERE project_id = ?`, project).Scan(&total)
+	if err == sql.ErrNoRows {
+		return 0, nil
+	}
+	return total, internal(err)
+}
+
+// GetProjectLimits returns the project's limits, if it has any.
+func (t *tx) GetProjectLimits(ctx context.Context, project string) (*climate.ProjectLimits, bool, error) {
+	var doc string
+	var updated int64
+	err := t.q.QueryRowContext(ctx, `SELECT limits_json, updated_at FROM project_limits WHERE project_id = ?`, project).Scan(&doc, &updated)
+	if err == sql.ErrNoRows {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, internal(err)
+	}
+	l, err := climate.DecodeLimits(project, doc, fromMicros(updated))
+	return l, err == nil, err
+}
+
+// PutProjectLimits sets the project's limits.
+func (t *tx) PutProjectLimits(ctx context.Context, l *climate.ProjectLimits) error {
+	if err := t.writable(); err != nil {
+		return err
+	}
+	doc, err := climate.EncodeLimits(l)
+	if err != nil {
+		return err
+	}
+	_, err = t.q.ExecContext(ctx, `INSERT INTO project_limits (project_id, limits_json, updated_at) VALUES (?, ?, ?)
+		ON CONFLICT (project_id) DO UPDATE SET limits_json = excluded.limits_json, updated_at = excluded.updated_at`,
+		l.ProjectID, doc, micros(l.UpdatedAt))
+	return internal(err)
+}

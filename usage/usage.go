@@ -1,0 +1,174 @@
+// Package usage keeps the accounting of leases: one record per allocation of what was
+// reserved, what was held and what it charges the project's budget. Every write of a
+// lease calls Sync in its own transaction, so the records follow the lease through its
+// events and a change that rolls back leaves them as they were.
+package usage
+
+import (
+	"context"
+	"time"
+
+	"climate"
+)
+
+// Class returns the usage class of an allocation of a reservation of resourceType, and
+// how many of it the allocation holds: instance slots count their vCPUs.
+func Class(resourceType string, a *climate.Allocation) (class string, units int) {
+	switch {
+	case a.Slots > 0:
+		return climate.ClassVCPU, a.Slots * a.Size.VCPUs
+	case resourceType == "virtual:floatingip":
+		return climate.ClassFloatingIP, 1
+	default:
+		return climate.ClassHost, 1
+	}
+}
+
+// Charge is what a Sync changed in the project's charge.
+type Charge struct {
+	// Delta is the change; Total what the project is charged after it (only read when
+	// Delta is not zero).
+	Delta, Total float64
+	// Limits are the project's limits, nil when it has none.
+	Limits *climate.ProjectLimits
+}
+
+// Sync brings the usage records of lease l up to date in tx, the transaction that
+// writes l (deleted: that deletes it), and charges the project the difference.
+//
+// An allocation begins to be held when its lease is ACTIVE, and stops when the lease is
+// over (TERMINATED, ERROR, FAILED, TIMEDOUT or deleted) or the allocation is taken away
+// (healing, an update): its record is then closed. An open record charges its whole
+// reserved window, a closed one what was held: ending early refunds the rest.
+func Sync(ctx context.Context, tx climate.Tx, l *climate.Lease, deleted bool, now time.Time) (Charge, error) {
+	var c Charge
+	limits, ok, err := tx.GetProjectLimits(ctx, l.ProjectID)
+	if err != nil {
+		return c, err
+	}
+	var prices climate.Prices
+	if ok {
+		c.Limits, prices = limits, limits.Prices
+	}
+	old, err := tx.ListUsage(ctx, climate.UsageFilter{LeaseID: l.ID})
+	if err != nil {
+		return c, err
+	}
+	had := make(map[string]climate.UsageRecord, len(old))
+	for _, u := range old {
+		had[u.AllocationID] = u
+	}
+	holding := l.Status == climate.LeaseActive
+	over := deleted || isOver(l.Status)
+	var changed []climate.UsageRecord
+	keep := func(u, before climate.UsageRecord, existed bool) {
+		u.Cost = cost(&u)
+		if existed && u == before {
+			return
+		}
+		u.UpdatedAt = now
+		c.Delta += u.Cost - before.Cost
+		changed = append(changed, u)
+	}
+	seen := map[string]bool{}
+	if !deleted {
+		for i := range l.Reservations {
+			r := &l.Reservations[i]
+			for j := range r.Allocations {
+				a := &r.Allocations[j]
+				seen[a.ID] = true
+				before, existed := had[a.ID]
+				if existed && before.Closed {
+					continue // over: it stays as it ended
+				}
+				u := before
+				if !existed {
+					if u, err = newRecord(ctx, tx, l, r, a, prices, now); err != nil {
+						return c, err
+					}
+				}
+				u.LeaseName, u.Start, u.End = l.Name, a.Start, a.End
+				if holding && u.HeldFrom.IsZero() {
+					u.HeldFrom = clamp(now, a.Start, a.End)
+				}
+				if over {
+					closeRecord(&u, now)
+				}
+				keep(u, before, existed)
+			}
+		}
+	}
+	for _, u := range old {
+		if !seen[u.AllocationID] && !u.Closed {
+			before := u
+			closeRecord(&u, now) // taken away, or the lease is deleted
+			keep(u, before, true)
+		}
+	}
+	if len(changed) == 0 {
+		return c, nil
+	}
+	if err := tx.PutUsage(ctx, changed); err != nil {
+		return c, err
+	}
+	if c.Delta != 0 {
+		c.Total, err = tx.ChargeProject(ctx, l.ProjectID, c.Delta)
+	}
+	return c, err
+}
+
+// isOver reports whether a lease in status s holds nothing any more.
+func isOver(s climate.LeaseStatus) bool {
+	switch s {
+	case climate.LeaseTerminated, climate.LeaseError, climate.LeaseFailed, climate.LeaseTimedOut:
+		return true
+	}
+	return false
+}
+
+func newRecord(ctx context.Context, tx climate.Tx, l *climate.Lease, r *climate.Reservation, a *climate.Allocation, prices climate.Prices, now time.Time) (climate.UsageRecord, error) {
+	class, units := Class(r.ResourceType, a)
+	rate := float64(units) * prices.Price(class)
+	if len(prices.Multipliers) > 0 && class != climate.ClassFloatingIP {
+		h, err := tx.GetHost(ctx, a.ResourceID)
+		switch {
+		case err == nil:
+			rate *= prices.Multiplier(h)
+		case climate.ErrorCode(err) != climate.CodeNotFound:
+			return climate.UsageRecord{}, err
+		}
+	}
+	return climate.UsageRecord{
+		AllocationID: a.ID, ReservationID: r.ID, LeaseID: l.ID, ProjectID: l.ProjectID,
+		ResourceType: r.ResourceType, ResourceID: a.ResourceID, Class: class, Units: units,
+		Rate: rate, CreatedAt: now,
+	}, nil
+}
+
+// closeRecord ends u at now: what was held stops then (or at the reserved end, if that
+// came first).
+func closeRecord(u *climate.UsageRecord, now time.Time) {
+	u.Closed = true
+	if !u.HeldFrom.IsZero() && u.HeldUntil.IsZero() {
+		u.HeldUntil = clamp(now, u.HeldFrom, u.End)
+	}
+}
+
+// cost is what u charges: its reserved window while open, what was held once closed.
+func cost(u *climate.UsageRecord) float64 {
+	if !u.Closed {
+		return u.Rate * u.End.Sub(u.Start).Hours()
+	}
+	from, until := u.Held(u.HeldUntil)
+	return u.Rate * until.Sub(from).Hours()
+}
+
+func clamp(t, lo, hi time.Time) time.Time {
+	if t.Before(lo) {
+		return lo
+	}
+	if t.After(hi) {
+		return hi
+	}
+	return t
+}
