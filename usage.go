@@ -23,10 +23,10 @@ var UsageClasses = []string{ClassHost, ClassVCPU, ClassFloatingIP}
 // change the lease, as the lease moves through its events, and outlives the lease.
 type UsageRecord struct {
 	// AllocationID identifies the record: one per allocation a lease ever had.
-	AllocationID                           string
-	ReservationID, LeaseID, LeaseName      string
-	ProjectID, ResourceType, ResourceID    string
-	Class                                  string
+	AllocationID                        string
+	ReservationID, LeaseID, LeaseName   string
+	ProjectID, ResourceType, ResourceID string
+	Class                               string
 	// Units is how many of Class the allocation holds: 1 host or IP, or its vCPUs.
 	Units int
 	// Start and End are the reserved window (the allocation's, as last planned).
