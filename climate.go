@@ -43,6 +43,9 @@ type Lease struct {
 	// lease.preempted notice, and the preemptible lease shrinks or ends (OnPreempt).
 	Preemptible bool
 	OnPreempt   PreemptAction
+	// Cost is what the lease charges its project's budget now, from its usage records
+	// (Climate's extension); nil when not read.
+	Cost *float64
 }
 
 // PreemptAction is what a preemptible lease does when one of its hosts is taken back.

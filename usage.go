@@ -76,6 +76,8 @@ func (u *UsageRecord) Held(now time.Time) (from, until time.Time) {
 // UsageFilter selects usage records. Zero fields match everything.
 type UsageFilter struct {
 	ProjectID, LeaseID string
+	// LeaseIDs, when set, keeps the records of these leases.
+	LeaseIDs []string
 	// OpenOnly keeps the records not closed.
 	OpenOnly bool
 	// From and To, when non-zero, keep records whose reserved window overlaps [From, To).
@@ -217,4 +219,58 @@ func duration(s *int64) *time.Duration {
 	}
 	d := time.Duration(*s) * time.Second
 	return &d
+}
+
+// Patch is one field of a partial update: Set when the request named the field, Value
+// nil when it asked to clear it.
+type Patch[T any] struct {
+	Set   bool
+	Value *T
+}
+
+// LimitsUpdate changes some of a project's limits; fields not Set stay as they are.
+type LimitsUpdate struct {
+	MaxHosts, MaxVCPUs, MaxFloatingIPs, MaxLeases Patch[int]
+	MaxLeaseDuration, MaxAdvance                  Patch[time.Duration]
+	Budget                                        Patch[float64]
+	// PerHour and Multipliers, when Set, replace the prices (nil: the defaults).
+	PerHour     Patch[map[string]float64]
+	Multipliers Patch[[]PriceMultiplier]
+	Exempt      Patch[bool]
+}
+
+// ProjectAccount is a project's limits with what its budget was charged.
+type ProjectAccount struct {
+	Limits ProjectLimits
+	// Charged is what the project's leases cost its budget now: their whole reserved
+	// windows while open, what they held once over.
+	Charged float64
+}
+
+// UsageQuery is what a client asks of the usage records: a project (admins: any, or all
+// when empty) and a window (zero: unbounded) that the figures are clipped to.
+type UsageQuery struct {
+	ProjectID string
+	From, To  time.Time
+}
+
+// ReservationUsage is one reservation's usage within a query's window: the sums of its
+// allocations' records.
+type ReservationUsage struct {
+	ProjectID, LeaseID, LeaseName, ReservationID, ResourceType, Class string
+	Start, End                                                       time.Time
+	// ReservedHours and HeldHours are resource-hours (Class-hours) in the window; Cost
+	// is what the hours held there cost, and Charged what the reservation charges the
+	// budget now (its whole window while open).
+	ReservedHours, HeldHours, Cost, Charged float64
+	// Open while the reservation may still hold something.
+	Open bool
+}
+
+// UsageService serves usage records and project limits; the manager implements it.
+type UsageService interface {
+	// ListUsage passes the usage of each reservation matching q to fn, batch by batch.
+	ListUsage(ctx context.Context, who Identity, q UsageQuery, fn func([]ReservationUsage) error) error
+	GetProjectLimits(ctx context.Context, who Identity, project string) (*ProjectAccount, error)
+	UpdateProjectLimits(ctx context.Context, who Identity, project string, u LimitsUpdate) (*ProjectAccount, error)
 }

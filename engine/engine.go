@@ -22,6 +22,7 @@ import (
 
 	"climate"
 	"climate/notify"
+	"climate/usage"
 )
 
 // Actions are the side effects of lease events on real infrastructure (a driver). Nil
@@ -368,6 +369,9 @@ func (e *Engine) transition(ctx context.Context, ev climate.Event, transitional 
 			if err := tx.UpdateLease(ctx, l); err != nil {
 				return err
 			}
+			if _, err := usage.Sync(ctx, tx, l, false, now); err != nil {
+				return err
+			}
 			if err := climate.Audit(ctx, tx, climate.BySystem("its end passed before its start was handled: ended without starting"),
 				climate.NotifyEvent(climate.EventEndLease), climate.LeaseAuditTarget(l), before, climate.LeaseAuditSummary(l), now); err != nil {
 				return err
@@ -390,7 +394,7 @@ func (e *Engine) transition(ctx context.Context, ev climate.Event, transitional 
 		}
 		l.Status = transitional
 		l.UpdatedAt = e.clock.Now().Truncate(time.Microsecond)
-		return tx.UpdateLease(ctx, l)
+		return tx.UpdateLease(ctx, l) // a transitional status changes no usage
 	})
 	if err != nil {
 		if errors.Is(err, errSkip) || errors.Is(err, errLater) {
@@ -474,6 +478,9 @@ func (e *Engine) finish(ctx context.Context, ev climate.Event, target climate.Re
 		}
 		l.UpdatedAt = now
 		if err := tx.UpdateLease(ctx, l); err != nil {
+			return err
+		}
+		if _, err := usage.Sync(ctx, tx, l, false, now); err != nil {
 			return err
 		}
 		reason := string(ev.Type) + " event handled"

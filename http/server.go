@@ -58,6 +58,10 @@ type Server struct {
 	// Audit serves the audit trail, GET /v1/audit (Climate's extension); nil: Hosts,
 	// when it offers it, else it is left out (404).
 	Audit climate.AuditService
+	// Usage serves usage records and project limits, GET /v1/usage and
+	// /v1/projects/{project_id}/limits (Climate's extension); nil: Hosts, when it offers
+	// them, else they are left out (404).
+	Usage climate.UsageService
 	// Observe, when set, is told of every request once answered: the mux pattern that
 	// matched ("" when the request was refused before routing; never the raw path, whose
 	// ids would make a metric's labels unbounded), the method, status and duration.
@@ -126,6 +130,10 @@ func (s *Server) Handler() http.Handler {
 	if s.audit() != nil {
 		// Read-only: the trail is written by the changes it records, never through the API.
 		mux.Handle("/v1/audit", s.methods(map[string]handler{"GET": s.listAudit}))
+	}
+	if s.usage() != nil {
+		mux.Handle("/v1/usage", s.methods(map[string]handler{"GET": s.listUsage}))
+		mux.Handle("/v1/projects/{id}/limits", s.methods(map[string]handler{"GET": s.getLimits, "PUT": s.updateLimits}))
 	}
 	if s.Webhooks != nil {
 		mux.Handle("/v1/webhooks", s.methods(map[string]handler{"GET": s.listWebhooks, "POST": s.createWebhook}))

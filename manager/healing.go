@@ -456,6 +456,9 @@ func (m *Manager) writeHealing(ctx context.Context, tx climate.Tx, ch maintenanc
 		if err := tx.UpdateLease(ctx, w.after); err != nil {
 			return err
 		}
+		if err := accountBySystem(ctx, tx, w.after, m.now()); err != nil {
+			return err
+		}
 		reason := ch.healReason()
 		if w.why != nil {
 			reason += ": " + w.why.Error()

@@ -13,6 +13,7 @@ import (
 	"climate/notify"
 	"climate/plan"
 	"climate/resource"
+	"climate/usage"
 )
 
 // resolve returns the time a request date stands for, "now" being now.
@@ -37,7 +38,12 @@ func (m *Manager) GetLease(ctx context.Context, who climate.Identity, id string)
 	var l *climate.Lease
 	err := m.store.View(ctx, func(tx climate.Tx) error {
 		var err error
-		l, err = m.getOwnLease(ctx, tx, who, id, "blazar:leases:get")
+		if l, err = m.getOwnLease(ctx, tx, who, id, "blazar:leases:get"); err != nil {
+			return err
+		}
+		one := []climate.Lease{*l}
+		err = usage.FillCosts(ctx, tx, one)
+		l.Cost = one[0].Cost
 		return err
 	})
 	return l, err
@@ -102,13 +108,16 @@ func (m *Manager) CreateLease(ctx context.Context, who climate.Identity, req cli
 	if err := checkPreemptible(req, l); err != nil {
 		return nil, err
 	}
+	pr, err := m.rulesFor(ctx, l.ProjectID)
+	if err != nil {
+		return nil, err
+	}
 	var search *slotSearch
 	if req.Start.Earliest {
-		var err error
 		if search, err = newSlotSearch(req, l, now); err != nil {
 			return nil, err
 		}
-		if err := m.checkDuration(l.ProjectID, now, now.Add(req.Duration)); err != nil {
+		if err := pr.checkDuration(now, now.Add(req.Duration)); err != nil {
 			return nil, err
 		}
 	} else {
@@ -130,7 +139,7 @@ func (m *Manager) CreateLease(ctx context.Context, who climate.Identity, req cli
 		if !l.End.After(l.Start) {
 			return nil, invalid("End date must be later than start date.")
 		}
-		if err := m.checkDuration(l.ProjectID, l.Start, l.End); err != nil {
+		if err := pr.checkDuration(l.Start, l.End); err != nil {
 			return nil, err
 		}
 		if err := m.setEvents(l, req.BeforeEnd, req.BeforeStart, now); err != nil {
@@ -140,18 +149,20 @@ func (m *Manager) CreateLease(ctx context.Context, who climate.Identity, req cli
 			return nil, err
 		}
 	}
-	if err := m.checkExternal(ctx, who, nil, l); err != nil {
+	if err := m.checkExternal(ctx, pr, who, nil, l); err != nil {
 		return nil, err
 	}
 	if m.cfg.Trusts != nil && !req.DryRun {
 		// As Blazar: the owner's roles are delegated to Climate for the lease's actions.
-		var err error
 		if l.TrustID, err = m.cfg.Trusts.Create(ctx, who); err != nil {
 			return nil, err
 		}
 	}
-	err := m.planAndCommit(ctx, l, nil, planOptions{dryRun: req.DryRun, search: search}, func(tx climate.Tx) error {
+	err = m.planAndCommit(ctx, l, nil, planOptions{dryRun: req.DryRun, search: search}, func(tx climate.Tx) error {
 		if err := tx.InsertLease(ctx, l); err != nil {
+			return err
+		}
+		if err := m.account(ctx, tx, nil, l, now); err != nil {
 			return err
 		}
 		if err := m.audit(ctx, tx, climate.ByUser(who), auditLeaseCreate, climate.LeaseAuditTarget(l), nil, climate.LeaseAuditSummary(l)); err != nil {
@@ -448,8 +459,12 @@ func (m *Manager) UpdateLease(ctx context.Context, who climate.Identity, id stri
 		l.Name = *u.Name
 	}
 	renameOnly := !u.Start.IsSet() && !u.End.IsSet() && u.BeforeEnd == nil && u.BeforeStart == nil && len(u.Reservations) == 0
+	pr, err := m.rulesFor(ctx, cur.ProjectID)
+	if err != nil {
+		return nil, err
+	}
 	if renameOnly {
-		return l, m.commitUpdate(ctx, who, cur, l, false)
+		return l, m.commitUpdate(ctx, who, pr, cur, l, false)
 	}
 	start, end := cur.Start, cur.End
 	if u.Start.IsSet() {
@@ -470,10 +485,10 @@ func (m *Manager) UpdateLease(ctx context.Context, who climate.Identity, id stri
 	case end.Before(minuteNow) || !end.After(start):
 		return nil, invalid("End date must be later than current and start date")
 	}
-	if err := m.checkDuration(cur.ProjectID, start, end); err != nil {
+	if err := pr.checkDuration(start, end); err != nil {
 		return nil, err
 	}
-	if err := m.checkExtension(cur, end, now); err != nil {
+	if err := m.checkExtension(pr, cur, end, now); err != nil {
 		return nil, err
 	}
 	l.Start, l.End = start, end
@@ -549,7 +564,7 @@ func (m *Manager) UpdateLease(ctx context.Context, who climate.Identity, id stri
 	if err := m.moveBeforeStart(l, cur, u.BeforeStart, started, now); err != nil {
 		return nil, err
 	}
-	return l, m.commitUpdate(ctx, who, cur, l, true)
+	return l, m.commitUpdate(ctx, who, pr, cur, l, true)
 }
 
 // moveBeforeStart keeps the before_start_lease heads-up with an updated lease: at the given
@@ -598,8 +613,8 @@ func (m *Manager) moveBeforeStart(l, cur *climate.Lease, given *time.Time, start
 
 // commitUpdate writes l over cur, re-planning hosts when replan is set. The write fails
 // with a conflict if the lease changed status meanwhile (an event fired).
-func (m *Manager) commitUpdate(ctx context.Context, who climate.Identity, cur, l *climate.Lease, replan bool) error {
-	if err := m.checkExternal(ctx, who, cur, l); err != nil {
+func (m *Manager) commitUpdate(ctx context.Context, who climate.Identity, r rules, cur, l *climate.Lease, replan bool) error {
+	if err := m.checkExternal(ctx, r, who, cur, l); err != nil {
 		return err
 	}
 	write := func(tx climate.Tx) error {
@@ -611,6 +626,9 @@ func (m *Manager) commitUpdate(ctx context.Context, who climate.Identity, cur, l
 			return climate.Errorf(climate.CodeConflict, "Lease %s changed status (now %s) while it was being updated; try again", l.ID, now.Status)
 		}
 		if err := tx.UpdateLease(ctx, l); err != nil {
+			return err
+		}
+		if err := m.account(ctx, tx, now, l, l.UpdatedAt); err != nil {
 			return err
 		}
 		if err := m.audit(ctx, tx, climate.ByUser(who), auditLeaseUpdate, climate.LeaseAuditTarget(l), climate.LeaseAuditSummary(now), climate.LeaseAuditSummary(l)); err != nil {
@@ -650,6 +668,9 @@ func (m *Manager) DeleteLease(ctx context.Context, who climate.Identity, id stri
 			}
 		}
 		deleted = l
+		if _, err := usage.Sync(ctx, tx, l, true, m.now()); err != nil {
+			return err
+		}
 		if err := tx.DeleteLease(ctx, id); err != nil {
 			return err
 		}

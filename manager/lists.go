@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"climate"
+	"climate/usage"
 )
 
 // listBatch is how many leases, or hosts with their allocations, a list reads per
@@ -70,8 +71,10 @@ func (m *Manager) ListLeases(ctx context.Context, who climate.Identity, q climat
 		var batch []climate.Lease
 		err := m.store.View(ctx, func(tx climate.Tx) error {
 			var err error
-			batch, err = tx.ListLeases(ctx, f)
-			return err
+			if batch, err = tx.ListLeases(ctx, f); err != nil {
+				return err
+			}
+			return usage.FillCosts(ctx, tx, batch)
 		})
 		if err != nil {
 			return false, err

@@ -59,6 +59,9 @@ type Config struct {
 	Cleaning time.Duration
 	// Enforcement is the fair-use rules on lease durations; zero: none.
 	Enforcement Enforcement
+	// Projects, when set, tells which projects exist (Keystone's), so limits are not set
+	// on a mistyped one.
+	Projects ProjectDirectory
 	// PreemptionNotice is how long before a host is taken back from a preemptible lease
 	// its lease.preempted notice is sent: a lease may take back hosts only for a start at
 	// least this (and the cleaning time) away, and a preemptible lease holds each host at

@@ -260,6 +260,9 @@ func (m *Manager) writeCuts(ctx context.Context, tx climate.Tx, by *climate.Leas
 		if err := tx.UpdateLease(ctx, p); err != nil {
 			return err
 		}
+		if err := accountBySystem(ctx, tx, p, now); err != nil {
+			return err
+		}
 		reason := "resources taken back for lease " + by.ID + " (on_preempt " + string(p.OnPreempt) + ")"
 		if err := m.audit(ctx, tx, climate.BySystem(reason), auditLeasePreempted, climate.LeaseAuditTarget(p), climate.LeaseAuditSummary(before), climate.LeaseAuditSummary(p)); err != nil {
 			return err

@@ -441,6 +441,9 @@ func (m *Manager) bookWaiting(ctx context.Context, w *climate.Lease, start time.
 		if err := tx.UpdateLease(ctx, l); err != nil {
 			return err
 		}
+		if err := m.account(ctx, tx, nil, l, now); err != nil {
+			return err // over a limit now: it waits on
+		}
 		if err := m.audit(ctx, tx, climate.BySystem("a waiting lease fits: booked"), auditLeaseBooked, climate.LeaseAuditTarget(l), climate.LeaseAuditSummary(cur), climate.LeaseAuditSummary(l)); err != nil {
 			return err
 		}
@@ -450,7 +453,8 @@ func (m *Manager) bookWaiting(ctx context.Context, w *climate.Lease, start time.
 	case err == nil:
 		m.cfg.Log.Info("a waiting lease fits", "lease", l.ID, "type", l.Type, "start", l.Start, "end", l.End)
 		return true, nil
-	case err == errNoLongerWaiting, climate.ErrorCode(err) == climate.CodeConflict, climate.ErrorCode(err) == climate.CodeNotFound:
+	case err == errNoLongerWaiting, climate.ErrorCode(err) == climate.CodeConflict, climate.ErrorCode(err) == climate.CodeNotFound,
+		climate.ErrorCode(err) == climate.CodeForbidden:
 		return false, nil
 	}
 	return false, err

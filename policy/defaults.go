@@ -51,4 +51,8 @@ var Defaults = []RuleDefault{
 	{"climate:webhooks:delete", "rule:project_member_or_admin", "Climate: Delete a webhook (DELETE /v1/webhooks/{webhook_id})."},
 
 	{"climate:audit:get", "rule:admin", "Climate: List the audit trail of changes, who made them and when (GET /v1/audit)."},
+
+	{"climate:limits:get", "rule:project_reader_or_admin", "Climate: Show a project's limits, budget and what it was charged (GET /v1/projects/{project_id}/limits)."},
+	{"climate:limits:put", "rule:admin", "Climate: Set a project's limits, budget and prices (PUT /v1/projects/{project_id}/limits)."},
+	{"climate:usage:get", "rule:project_reader_or_admin", "Climate: List usage records: what each reservation reserved, held and cost (GET /v1/usage)."},
 }

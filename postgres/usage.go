@@ -33,6 +33,9 @@ func (t *tx) ListUsage(ctx context.Context, f climate.UsageFilter) ([]climate.Us
 	if f.LeaseID != "" {
 		add(`lease_id = $%d`, f.LeaseID)
 	}
+	if len(f.LeaseIDs) > 0 {
+		add(`lease_id = ANY($%d)`, f.LeaseIDs)
+	}
 	if f.OpenOnly {
 		add(`NOT closed`)
 	}

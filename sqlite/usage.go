@@ -25,6 +25,9 @@ func (t *tx) ListUsage(ctx context.Context, f climate.UsageFilter) ([]climate.Us
 	if f.LeaseID != "" {
 		add(`lease_id = ?`, f.LeaseID)
 	}
+	if len(f.LeaseIDs) > 0 {
+		add(`lease_id IN (SELECT value FROM json_each(?))`, jsonList(f.LeaseIDs))
+	}
 	if f.OpenOnly {
 		add(`closed = 0`)
 	}

@@ -55,6 +55,7 @@ func testUsage(t *testing.T, s climate.Store) {
 	}{
 		{climate.UsageFilter{ProjectID: "p1"}, []string{"a1", "a2", "a3"}},
 		{climate.UsageFilter{LeaseID: "l1"}, []string{"a1", "a2"}},
+		{climate.UsageFilter{LeaseIDs: []string{"l1", "l3"}}, []string{"a1", "a2", "a4"}},
 		{climate.UsageFilter{ProjectID: "p1", OpenOnly: true}, []string{"a2", "a3"}},
 		{climate.UsageFilter{From: now.Add(time.Hour)}, []string{"a3"}},
 		{climate.UsageFilter{To: now.Add(2 * time.Hour)}, []string{"a1", "a2", "a4"}},

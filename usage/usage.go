@@ -29,6 +29,9 @@ type Charge struct {
 	// Delta is the change; Total what the project is charged after it (only read when
 	// Delta is not zero).
 	Delta, Total float64
+	// Rate is what the lease's open records cost per hour; LeaseCost what all its
+	// records charge.
+	Rate, LeaseCost float64
 	// Limits are the project's limits, nil when it has none.
 	Limits *climate.ProjectLimits
 }
@@ -63,6 +66,9 @@ func Sync(ctx context.Context, tx climate.Tx, l *climate.Lease, deleted bool, no
 	var changed []climate.UsageRecord
 	keep := func(u, before climate.UsageRecord, existed bool) {
 		u.Cost = cost(&u)
+		if !u.Closed {
+			c.Rate += u.Rate
+		}
 		if existed && u == before {
 			return
 		}
@@ -104,6 +110,13 @@ func Sync(ctx context.Context, tx climate.Tx, l *climate.Lease, deleted bool, no
 			closeRecord(&u, now) // taken away, or the lease is deleted
 			keep(u, before, true)
 		}
+	}
+	c.LeaseCost = 0
+	for _, u := range had {
+		c.LeaseCost += u.Cost
+	}
+	for _, u := range changed {
+		c.LeaseCost += u.Cost - had[u.AllocationID].Cost
 	}
 	if len(changed) == 0 {
 		return c, nil
@@ -171,4 +184,28 @@ func clamp(t, lo, hi time.Time) time.Time {
 		return hi
 	}
 	return t
+}
+
+// FillCosts sets what each of leases charges its project's budget, from their records.
+func FillCosts(ctx context.Context, tx climate.Tx, leases []climate.Lease) error {
+	if len(leases) == 0 {
+		return nil
+	}
+	ids := make([]string, len(leases))
+	for i := range leases {
+		ids[i] = leases[i].ID
+	}
+	rs, err := tx.ListUsage(ctx, climate.UsageFilter{LeaseIDs: ids})
+	if err != nil {
+		return err
+	}
+	sum := make(map[string]float64, len(leases))
+	for _, u := range rs {
+		sum[u.LeaseID] += u.Cost
+	}
+	for i := range leases {
+		c := sum[leases[i].ID]
+		leases[i].Cost = &c
+	}
+	return nil
 }

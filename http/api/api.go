@@ -86,6 +86,9 @@ type Lease struct {
 	// back: shrink or end.
 	Preemptible bool   `json:"preemptible,omitempty"`
 	OnPreempt   string `json:"on_preempt,omitempty"`
+	// Cost is what the lease charges its project's budget now (Climate's extension): its
+	// whole reserved window while it may still hold something, what it held once over.
+	Cost *float64 `json:"cost,omitempty"`
 }
 
 // Reservation is one reservation of a lease.
@@ -403,6 +406,10 @@ func LeaseOf(l *climate.Lease) Lease {
 	if !l.RetryUntil.IsZero() {
 		until := FormatTime(l.RetryUntil)
 		out.RetryUntil = &until
+	}
+	if l.Cost != nil {
+		c := round(*l.Cost)
+		out.Cost = &c
 	}
 	for _, r := range l.Reservations {
 		out.Reservations = append(out.Reservations, Reservation{
