@@ -258,7 +258,7 @@ type UsageQuery struct {
 // allocations' records.
 type ReservationUsage struct {
 	ProjectID, LeaseID, LeaseName, ReservationID, ResourceType, Class string
-	Start, End                                                       time.Time
+	Start, End                                                        time.Time
 	// ReservedHours and HeldHours are resource-hours (Class-hours) in the window; Cost
 	// is what the hours held there cost, and Charged what the reservation charges the
 	// budget now (its whole window while open).
