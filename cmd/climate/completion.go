@@ -21,7 +21,7 @@ const formatsAnnotation = "climate-formats"
 
 // clientFormats are the client commands' output formats, with what each is.
 var clientFormats = []string{"table\taligned columns (the default)", "wide\ta table with every field",
-	"json\tthe API's objects", "yaml\tthe API's objects, as YAML", "value\tbare values, one row per line"}
+	"json\tthe API's objects", "yaml\tthe API's objects, as YAML", "value\tbare values, one row per line", "csv\ta header line, then one comma-separated line per row"}
 
 // commandFields are the fields each command prints, by command path (without "climate"):
 // the values of its -c and --sort-by.
@@ -38,6 +38,7 @@ var commandFields = map[string]any{
 	"webhook list": api.Webhook{}, "webhook show": api.Webhook{}, "webhook create": api.Webhook{}, "webhook update": api.Webhook{},
 	"webhook deliveries": api.WebhookDelivery{},
 	"version":            versionReport{},
+	"usage":              api.Usage{}, "limits show": api.Limits{}, "limits set": api.Limits{},
 }
 
 // registerFlagCompletions registers the completion of the output flags of every command

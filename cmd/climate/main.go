@@ -55,7 +55,7 @@ the client config file.`,
 		},
 	}
 	root.AddCommand(newServeCmd(), newMigrateCmd(), newVersionCmd(), newBenchCmd(),
-		newLeaseCmd(), newHostCmd(), newFloatingIPCmd(), newFlavorCmd(), newAllocationCmd(), newAvailabilityCmd(), newEventsCmd(), newWebhookCmd(), newAuditCmd(),
+		newLeaseCmd(), newHostCmd(), newFloatingIPCmd(), newFlavorCmd(), newAllocationCmd(), newAvailabilityCmd(), newEventsCmd(), newWebhookCmd(), newAuditCmd(), newUsageCmd(), newLimitsCmd(),
 		newPolicyCmd(), newKeystoneCmd())
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return fmt.Errorf("%v (see %s --help)", err, cmd.CommandPath())

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -33,7 +34,7 @@ type outputOptions struct {
 
 func (o *outputOptions) addFlags(cmd *cobra.Command) {
 	f := cmd.PersistentFlags()
-	f.StringVarP(&o.format, "output", "o", "table", "output format: table, wide (a table with every field), json, yaml (both in the API's key order, with its exact values), value (bare values, one row per line, for scripts) or jsonpath=TEMPLATE (e.g. jsonpath='{.id} {.reservations[*].id}', one line per item)")
+	f.StringVarP(&o.format, "output", "o", "table", "output format: table, wide (a table with every field), json, yaml (both in the API's key order, with its exact values), value (bare values, one row per line, for scripts), csv (a header line, then one line per row) or jsonpath=TEMPLATE (e.g. jsonpath='{.id} {.reservations[*].id}', one line per item)")
 	addFormatAlias(f, "output", clientFormats...)
 	f.StringSliceVarP(&o.columns, "column", "c", nil, "fields to print, e.g. -c id,name or -c id -c status (default: a summary in lists, everything in show)")
 	f.StringVar(&o.sortBy, "sort-by", "", "sort lists by this field (e.g. name, start_date)")
@@ -61,7 +62,7 @@ const aliasOf = "climate-alias-of"
 
 func (o *outputOptions) check() error {
 	switch o.format {
-	case "table", "json", "yaml", "value":
+	case "table", "json", "yaml", "value", "csv":
 		return nil
 	case "wide":
 		o.format, o.wide = "table", true
@@ -276,6 +277,8 @@ func (o *outputOptions) printList(w io.Writer, items any, def []string) error {
 			fmt.Fprintln(w, strings.Join(cells, " "))
 		}
 		return nil
+	case "csv":
+		return o.writeCSV(w, cols, rows)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	if !o.noHeader {
@@ -318,6 +321,8 @@ func (o *outputOptions) printObject(w io.Writer, item any) error {
 			fmt.Fprintln(w, cell(v))
 		}
 		return nil
+	case "csv":
+		return o.writeCSV(w, cols, []record{r})
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	if !o.noHeader {
@@ -644,4 +649,27 @@ func compareValues(a, b any) int {
 		return 0
 	}
 	return strings.Compare(cell(a), cell(b))
+}
+
+// writeCSV writes rows as CSV (RFC 4180): a header line of field names (unless
+// --no-headers), then one line per row, values as -o value prints them.
+func (o *outputOptions) writeCSV(w io.Writer, cols []string, rows []record) error {
+	cw := csv.NewWriter(w)
+	if !o.noHeader {
+		if err := cw.Write(cols); err != nil {
+			return err
+		}
+	}
+	for _, r := range rows {
+		cells := make([]string, len(cols))
+		for i, c := range cols {
+			v, _ := r.get(c)
+			cells[i] = cell(v)
+		}
+		if err := cw.Write(cells); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
 }
