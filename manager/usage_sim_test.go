@@ -83,9 +83,9 @@ func TestUsageMatchesBruteForceOverAMonth(t *testing.T) {
 
 	// The brute force: at each instant the clock stops at, after the engine has handled
 	// what was due, the allocations of ACTIVE leases are held until the next instant.
-	held := map[string]float64{}       // reservation id → resource-hours held
-	heldIn := map[string]float64{}     // the same within [winFrom, winTo)
-	reserved := map[string]float64{}   // reservation id → resource-hours reserved, as last seen
+	held := map[string]float64{}     // reservation id → resource-hours held
+	heldIn := map[string]float64{}   // the same within [winFrom, winTo)
+	reserved := map[string]float64{} // reservation id → resource-hours reserved, as last seen
 	winFrom, winTo := workload.T0.Add(10*24*time.Hour), workload.T0.Add(20*24*time.Hour)
 	var snapshot []climate.Lease
 	var snapAt time.Time
