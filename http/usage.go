@@ -55,6 +55,7 @@ func (s *Server) updateLimits(r *http.Request, who climate.Identity) (int, any, 
 		return 0, nil, err
 	}
 	if inner, ok := o["limits"]; ok && len(o) == 1 { // the shape GET answers with
+		o = nil
 		if err := json.Unmarshal(inner, &o); err != nil || o == nil {
 			return 0, nil, malformed("limits", "an object")
 		}
