@@ -370,6 +370,16 @@ func TestKeystoneServe(t *testing.T) {
 	if names := leaseNames(t, ksCall(t, "GET", s.url+"/v1/leases", "", authTok(demo))); len(names) != 1 || names[0] != "demo-lease" {
 		t.Fatalf("demo's leases: %v", names)
 	}
+	// Limits are set on projects Keystone knows, by id; a mistyped one is a 404.
+	if r := ksCall(t, "PUT", s.url+"/v1/projects/"+lease["project_id"].(string)+"/limits", `{"max_leases": 50}`, authTok(admin)); r.status != 200 {
+		t.Errorf("admin sets demo's limits: %s", r)
+	}
+	if r := ksCall(t, "PUT", s.url+"/v1/projects/no-such-project/limits", `{"max_leases": 50}`, authTok(admin)); r.status != 404 {
+		t.Errorf("admin sets an unknown project's limits: %s", r)
+	}
+	if r := ksCall(t, "GET", s.url+"/v1/projects/"+lease["project_id"].(string)+"/limits", "", authTok(demo)); r.status != 200 {
+		t.Errorf("demo reads its own limits: %s", r)
+	}
 	// A member of another project sees only its own project's leases.
 	if r := ksCall(t, "POST", s.url+"/v1/leases", fmt.Sprintf(keystoneLease, "other-lease"), authTok(demo2)); r.status != 201 {
 		t.Fatalf("demo2 creates a lease: %s", r)

@@ -478,7 +478,12 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 			PreemptionNotice: o.preemptNotice, Actions: actions, Observe: wakeRetriesAtEnds(acts.observe(observe), func() { mgr.WakeRetries() }),
 			Claimed: mtr.Claimed, Notified: notified})
 	}
+	var projects manager.ProjectDirectory // Keystone's, so limits are set on projects that exist
+	if ks != nil {
+		projects = ks
+	}
 	mgr = manager.New(st, clk, manager.Config{
+		Projects:         projects,
 		BeforeEnd:        o.beforeEnd,
 		BeforeStart:      o.beforeStart,
 		Cleaning:         o.cleaning,
