@@ -39,6 +39,9 @@ type benchAPIOptions struct {
 	// servers share it.
 	database string
 	replicas int
+	// limits sets generous limits and a budget on the posting project, so every
+	// creation runs the fair-use checks without being refused.
+	limits bool
 }
 
 // apiReport is bench api's result (its JSON output).
@@ -49,6 +52,8 @@ type apiReport struct {
 	Database string `json:"database,omitempty"`
 	// Replicas is the number of server subprocesses; clients are spread round-robin.
 	Replicas int `json:"replicas"`
+	// Limits is set when the posting project had limits and a budget (--limits).
+	Limits bool `json:"limits,omitempty"`
 	// Hosts, Leases and Allocations describe the book loaded (0 with --url): blazar-90d's
 	// for host and floatingip, the instance workload's (slot and whole-host allocations)
 	// for instance.
@@ -162,6 +167,7 @@ each replica is reported.`,
 	f.StringVar(&o.url, "url", "", "post to this running server (e.g. http://127.0.0.1:1234) instead of starting one")
 	f.StringVar(&o.token, "token", "", "X-Auth-Token to send (for a server run with --auth tokens)")
 	f.StringVar(&o.database, "database", "", "load the book into this PostgreSQL URL (postgres://…?search_path=SCHEMA, a schema without hosts) and serve it from there")
+	f.BoolVar(&o.limits, "limits", false, "give the posting project (admin, the noauth caller's) limits and a budget none of the requests reaches, so each creation pays for the fair-use checks")
 	f.IntVar(&o.replicas, "replicas", 1, "number of server subprocesses (more than one needs --database); clients are spread round-robin")
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
 	addFormatAlias(f, "output", "table", "json")
@@ -291,6 +297,12 @@ func runBenchAPI(ctx context.Context, o *benchAPIOptions, stderr io.Writer) (*ap
 	}
 	defer b.client.CloseIdleConnections()
 
+	if o.limits {
+		if err := b.setLimits(ctx); err != nil {
+			return nil, err
+		}
+		rep.Limits = true
+	}
 	fmt.Fprintln(stderr, "first request (dry run)")
 	t0 := time.Now()
 	if o.typ == "instance" {
@@ -369,6 +381,33 @@ type floatingIPRequestBody struct {
 	ResourceType string `json:"resource_type"`
 	NetworkID    string `json:"network_id"`
 	Amount       int    `json:"amount"`
+}
+
+// benchLimits bound the posting project far above what the benchmark books: every check
+// runs, none refuses.
+const benchLimits = `{"max_hosts": 100000000, "max_vcpus": 100000000, "max_floating_ips": 100000000, "max_leases": 100000000,
+	"max_advance": "36500d", "max_lease_duration": "36500d", "budget": 1e14}`
+
+// setLimits gives the noauth caller's project (admin) benchLimits.
+func (b *apiBench) setLimits(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, b.bases[0]+"/v1/projects/admin/limits", strings.NewReader(benchLimits))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if b.token != "" {
+		req.Header.Set("X-Auth-Token", b.token)
+	}
+	resp, err := b.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("setting the limits: %w", httpError(resp.StatusCode, body))
+	}
+	return nil
 }
 
 // create posts lease "bench-i" of request i (the first for i < 0, the dry run); it returns
@@ -701,6 +740,9 @@ func writeAPITable(w io.Writer, rep *apiReport) error {
 		fmt.Fprintf(w, "Requests: virtual:floatingip, %d addresses of network %s each, one new workload window per request\n", workload.HostsWanted, workload.FloatingIPNetwork(0))
 	default:
 		fmt.Fprintf(w, "Requests: %s, %d hosts each, one new workload window per request\n", rep.Kind, workload.HostsWanted)
+	}
+	if rep.Limits {
+		fmt.Fprintln(w, "The posting project has limits and a budget (--limits): every creation runs the fair-use checks")
 	}
 	fmt.Fprintf(w, "First request (dry run; on a fresh server it builds the availability index): %.1f ms\n\n", rep.FirstRequestMS)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
