@@ -73,6 +73,13 @@ func (u *UsageRecord) Held(now time.Time) (from, until time.Time) {
 	return u.HeldFrom, until
 }
 
+// ProjectCharge is what a project's budget was charged (the sum of its usage records'
+// costs) and how many of its leases have open records, kept as running totals.
+type ProjectCharge struct {
+	Charged    float64
+	OpenLeases int
+}
+
 // UsageFilter selects usage records. Zero fields match everything.
 type UsageFilter struct {
 	ProjectID, LeaseID string
@@ -155,12 +162,12 @@ type UsageStore interface {
 	ListUsage(ctx context.Context, f UsageFilter) ([]UsageRecord, error)
 	// PutUsage inserts or replaces records by allocation id.
 	PutUsage(ctx context.Context, rs []UsageRecord) error
-	// ChargeProject adds delta to what project's budget was charged and returns the new
-	// total. In PostgreSQL the row stays locked until the transaction ends, so concurrent
-	// chargers of one project take turns.
-	ChargeProject(ctx context.Context, project string, delta float64) (charged float64, err error)
-	// ProjectCharged returns what project's budget was charged (0 when never).
-	ProjectCharged(ctx context.Context, project string) (float64, error)
+	// ChargeProject adds cost to what project's budget was charged and leases to its
+	// count of open leases, and returns the new totals. In PostgreSQL the row stays
+	// locked until the transaction ends, so concurrent chargers of one project take turns.
+	ChargeProject(ctx context.Context, project string, cost float64, leases int) (ProjectCharge, error)
+	// ProjectCharged returns what project's budget was charged (zero when never).
+	ProjectCharged(ctx context.Context, project string) (ProjectCharge, error)
 	// GetProjectLimits returns project's limits; ok is false when none were set.
 	GetProjectLimits(ctx context.Context, project string) (l *ProjectLimits, ok bool, err error)
 	// PutProjectLimits sets a project's limits.
@@ -243,8 +250,10 @@ type LimitsUpdate struct {
 type ProjectAccount struct {
 	Limits ProjectLimits
 	// Charged is what the project's leases cost its budget now: their whole reserved
-	// windows while open, what they held once over.
-	Charged float64
+	// windows while open, what they held once over. OpenLeases counts its leases booked
+	// and not yet over (those max_leases bounds).
+	Charged    float64
+	OpenLeases int
 }
 
 // UsageQuery is what a client asks of the usage records: a project (admins: any, or all

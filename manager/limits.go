@@ -39,26 +39,21 @@ func (m *Manager) account(ctx context.Context, tx climate.Tx, cur, l *climate.Le
 				fmtTime(l.Start), fmtSpan(ahead), l.ProjectID, fmtSpan(*lim.MaxAdvance), fmtTime(now.Add(*lim.MaxAdvance)))
 		}
 	}
-	if lim.Budget != nil && c.Delta > 0 && c.Total > *lim.Budget+budgetSlack {
+	if lim.Budget != nil && c.Delta > 0 && c.Project.Charged > *lim.Budget+budgetSlack {
 		return budgetError(l, lim, c)
 	}
-	if !moved || (lim.MaxLeases == nil && lim.MaxHosts == nil && lim.MaxVCPUs == nil && lim.MaxFloatingIPs == nil) {
+	if lim.MaxLeases != nil && cur == nil && c.Project.OpenLeases > *lim.MaxLeases {
+		return climate.Errorf(climate.CodeForbidden,
+			"Project %s may have at most %d leases booked and not over; it has %d: delete one or wait for one to end.",
+			l.ProjectID, *lim.MaxLeases, c.Project.OpenLeases-1)
+	}
+	if !moved || (lim.MaxHosts == nil && lim.MaxVCPUs == nil && lim.MaxFloatingIPs == nil) {
 		return nil
 	}
-	open, err := tx.ListUsage(ctx, climate.UsageFilter{ProjectID: l.ProjectID, OpenOnly: true})
+	// What the project holds while l runs: its open records overlapping l's window.
+	open, err := tx.ListUsage(ctx, climate.UsageFilter{ProjectID: l.ProjectID, OpenOnly: true, From: l.Start, To: l.End})
 	if err != nil {
 		return err
-	}
-	if lim.MaxLeases != nil && cur == nil {
-		leases := map[string]bool{}
-		for _, u := range open {
-			leases[u.LeaseID] = true
-		}
-		if len(leases) > *lim.MaxLeases {
-			return climate.Errorf(climate.CodeForbidden,
-				"Project %s may have at most %d leases booked and not over; it has %d: delete one or wait for one to end.",
-				l.ProjectID, *lim.MaxLeases, len(leases)-1)
-		}
 	}
 	for _, k := range []struct {
 		class, what string
@@ -122,7 +117,7 @@ func peakHeld(open []climate.UsageRecord, class string, l *climate.Lease) (peak 
 // budgetError is the refusal of a lease that costs more than its project has left, with
 // the longest lease of the same resources it can afford.
 func budgetError(l *climate.Lease, lim *climate.ProjectLimits, c usage.Charge) error {
-	left := *lim.Budget - (c.Total - c.Delta) // before this change
+	left := *lim.Budget - (c.Project.Charged - c.Delta) // before this change
 	msg := fmt.Sprintf("Lease would cost %s more; project %s has %s of its budget of %s left.",
 		fmtUnits(c.Delta), l.ProjectID, fmtUnits(max(0, left)), fmtUnits(*lim.Budget))
 	if c.Rate > 0 {
@@ -194,11 +189,11 @@ func readAccount(ctx context.Context, tx climate.Tx, project string) (*climate.P
 	if !ok {
 		lim = &climate.ProjectLimits{ProjectID: project}
 	}
-	charged, err := tx.ProjectCharged(ctx, project)
+	c, err := tx.ProjectCharged(ctx, project)
 	if err != nil {
 		return nil, err
 	}
-	return &climate.ProjectAccount{Limits: *lim, Charged: charged}, nil
+	return &climate.ProjectAccount{Limits: *lim, Charged: c.Charged, OpenLeases: c.OpenLeases}, nil
 }
 
 // UpdateProjectLimits changes some of a project's limits (admins only). Limits apply to

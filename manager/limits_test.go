@@ -35,7 +35,7 @@ func onBothStores(t *testing.T, fn func(t *testing.T, st climate.Store)) {
 	})
 }
 
-func setLimits(t *testing.T, m *manager.Manager, project string, u climate.LimitsUpdate) *climate.ProjectAccount {
+func setLimits(t testing.TB, m *manager.Manager, project string, u climate.LimitsUpdate) *climate.ProjectAccount {
 	t.Helper()
 	a, err := m.UpdateProjectLimits(context.Background(), admin, project, u)
 	if err != nil {

@@ -122,7 +122,7 @@ func TestUsageMatchesBruteForceOverAMonth(t *testing.T) {
 				return err
 			}
 			c, err := tx.ProjectCharged(ctx, "chemistry")
-			maxCharged = math.Max(maxCharged, c)
+			maxCharged = math.Max(maxCharged, c.Charged)
 			return err
 		}); err != nil {
 			t.Fatal(err)
@@ -273,6 +273,9 @@ func TestUsageMatchesBruteForceOverAMonth(t *testing.T) {
 			t.Fatal(err)
 		}
 		charged += a.Charged
+		if a.OpenLeases != 0 {
+			t.Errorf("%s has %d open leases after every lease ended", p, a.OpenLeases)
+		}
 	}
 	if math.Abs(charged-total) > 1e-6 || math.Abs(total-heldSum) > 1e-6 {
 		t.Errorf("projects charged %.6f; records charge %.6f; held %.6f resource-hours", charged, total, heldSum)

@@ -95,27 +95,28 @@ func (t *tx) PutUsage(ctx context.Context, rs []climate.UsageRecord) error {
 	return dbError(t.q.SendBatch(ctx, b).Close())
 }
 
-// ChargeProject adds delta to the project's charge and returns the new total; the row
-// stays locked until the transaction ends.
-func (t *tx) ChargeProject(ctx context.Context, project string, delta float64) (float64, error) {
+// ChargeProject adds to the project's charge and open leases and returns the new
+// totals; the row stays locked until the transaction ends.
+func (t *tx) ChargeProject(ctx context.Context, project string, cost float64, leases int) (climate.ProjectCharge, error) {
+	var c climate.ProjectCharge
 	if err := t.writable(); err != nil {
-		return 0, err
+		return c, err
 	}
-	var total float64
-	err := t.q.QueryRow(ctx, `INSERT INTO project_charges (project_id, charged) VALUES ($1, $2)
-		ON CONFLICT (project_id) DO UPDATE SET charged = project_charges.charged + excluded.charged RETURNING charged`,
-		project, delta).Scan(&total)
-	return total, dbError(err)
+	err := t.q.QueryRow(ctx, `INSERT INTO project_charges (project_id, charged, open_leases) VALUES ($1, $2, $3)
+		ON CONFLICT (project_id) DO UPDATE SET charged = project_charges.charged + excluded.charged,
+			open_leases = project_charges.open_leases + excluded.open_leases
+		RETURNING charged, open_leases`, project, cost, leases).Scan(&c.Charged, &c.OpenLeases)
+	return c, dbError(err)
 }
 
-// ProjectCharged returns the project's charge.
-func (t *tx) ProjectCharged(ctx context.Context, project string) (float64, error) {
-	var total float64
-	err := t.q.QueryRow(ctx, `SELECT charged FROM project_charges WHERE project_id = $1`, project).Scan(&total)
+// ProjectCharged returns the project's charge and open leases.
+func (t *tx) ProjectCharged(ctx context.Context, project string) (climate.ProjectCharge, error) {
+	var c climate.ProjectCharge
+	err := t.q.QueryRow(ctx, `SELECT charged, open_leases FROM project_charges WHERE project_id = $1`, project).Scan(&c.Charged, &c.OpenLeases)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, nil
+		return c, nil
 	}
-	return total, dbError(err)
+	return c, dbError(err)
 }
 
 // GetProjectLimits returns the project's limits, if it has any.

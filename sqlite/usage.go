@@ -88,25 +88,26 @@ func (t *tx) PutUsage(ctx context.Context, rs []climate.UsageRecord) error {
 	return nil
 }
 
-// ChargeProject adds delta to the project's charge and returns the new total.
-func (t *tx) ChargeProject(ctx context.Context, project string, delta float64) (float64, error) {
+// ChargeProject adds to the project's charge and open leases and returns the new totals.
+func (t *tx) ChargeProject(ctx context.Context, project string, cost float64, leases int) (climate.ProjectCharge, error) {
+	var c climate.ProjectCharge
 	if err := t.writable(); err != nil {
-		return 0, err
+		return c, err
 	}
-	var total float64
-	err := t.q.QueryRowContext(ctx, `INSERT INTO project_charges (project_id, charged) VALUES (?, ?)
-		ON CONFLICT (project_id) DO UPDATE SET charged = charged + excluded.charged RETURNING charged`, project, delta).Scan(&total)
-	return total, internal(err)
+	err := t.q.QueryRowContext(ctx, `INSERT INTO project_charges (project_id, charged, open_leases) VALUES (?, ?, ?)
+		ON CONFLICT (project_id) DO UPDATE SET charged = charged + excluded.charged, open_leases = open_leases + excluded.open_leases
+		RETURNING charged, open_leases`, project, cost, leases).Scan(&c.Charged, &c.OpenLeases)
+	return c, internal(err)
 }
 
-// ProjectCharged returns the project's charge.
-func (t *tx) ProjectCharged(ctx context.Context, project string) (float64, error) {
-	var total float64
-	err := t.q.QueryRowContext(ctx, `SELECT charged FROM project_charges WHERE project_id = ?`, project).Scan(&total)
+// ProjectCharged returns the project's charge and open leases.
+func (t *tx) ProjectCharged(ctx context.Context, project string) (climate.ProjectCharge, error) {
+	var c climate.ProjectCharge
+	err := t.q.QueryRowContext(ctx, `SELECT charged, open_leases FROM project_charges WHERE project_id = ?`, project).Scan(&c.Charged, &c.OpenLeases)
 	if err == sql.ErrNoRows {
-		return 0, nil
+		return c, nil
 	}
-	return total, internal(err)
+	return c, internal(err)
 }
 
 // GetProjectLimits returns the project's limits, if it has any.

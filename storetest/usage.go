@@ -73,20 +73,20 @@ func testUsage(t *testing.T, s climate.Store) {
 	}
 
 	// Charges.
-	var total float64
+	var total climate.ProjectCharge
 	update(t, s, func(tx climate.Tx) error {
-		if _, err := tx.ChargeProject(ctx, "p1", 10); err != nil {
+		if _, err := tx.ChargeProject(ctx, "p1", 10, 1); err != nil {
 			return err
 		}
 		var err error
-		total, err = tx.ChargeProject(ctx, "p1", -2.5)
+		total, err = tx.ChargeProject(ctx, "p1", -2.5, 1)
 		return err
 	})
-	if total != 7.5 {
-		t.Errorf("charged %v, want 7.5", total)
+	if total != (climate.ProjectCharge{Charged: 7.5, OpenLeases: 2}) {
+		t.Errorf("charged %+v, want 7.5 and 2 leases", total)
 	}
 	view(t, s, func(tx climate.Tx) error {
-		for p, want := range map[string]float64{"p1": 7.5, "p2": 0} {
+		for p, want := range map[string]climate.ProjectCharge{"p1": {Charged: 7.5, OpenLeases: 2}, "p2": {}} {
 			got, err := tx.ProjectCharged(ctx, p)
 			if err != nil {
 				return err

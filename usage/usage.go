@@ -26,9 +26,10 @@ func Class(resourceType string, a *climate.Allocation) (class string, units int)
 
 // Charge is what a Sync changed in the project's charge.
 type Charge struct {
-	// Delta is the change; Total what the project is charged after it (only read when
-	// Delta is not zero).
-	Delta, Total float64
+	// Delta is the change of the project's charge; Project its totals after it (only
+	// read when the lease's records changed).
+	Delta   float64
+	Project climate.ProjectCharge
 	// Rate is what the lease's open records cost per hour; LeaseCost what all its
 	// records charge.
 	Rate, LeaseCost float64
@@ -124,10 +125,33 @@ func Sync(ctx context.Context, tx climate.Tx, l *climate.Lease, deleted bool, no
 	if err := tx.PutUsage(ctx, changed); err != nil {
 		return c, err
 	}
-	if c.Delta != 0 {
-		c.Total, err = tx.ChargeProject(ctx, l.ProjectID, c.Delta)
+	leases := 0 // the change of the project's open leases
+	switch wasOpen, isOpen := anyOpen(old, nil), anyOpen(old, changed); {
+	case !wasOpen && isOpen:
+		leases = 1
+	case wasOpen && !isOpen:
+		leases = -1
 	}
+	c.Project, err = tx.ChargeProject(ctx, l.ProjectID, c.Delta, leases)
 	return c, err
+}
+
+// anyOpen reports whether a lease whose records were old, and then changed, has any
+// record open.
+func anyOpen(old, changed []climate.UsageRecord) bool {
+	closed := make(map[string]bool, len(changed))
+	for _, u := range changed {
+		if !u.Closed {
+			return true
+		}
+		closed[u.AllocationID] = true
+	}
+	for _, u := range old {
+		if !u.Closed && !closed[u.AllocationID] {
+			return true
+		}
+	}
+	return false
 }
 
 // isOver reports whether a lease in status s holds nothing any more.

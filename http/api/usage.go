@@ -7,7 +7,8 @@ import (
 )
 
 // Limits are a project's limits, budget and prices as the API shows them (Climate's
-// extension): GET and PUT /v1/projects/{project_id}/limits. Null limits do not bound;
+// extension): GET and PUT /v1/projects/{project_id}/limits, with what the project was
+// charged and its open leases (booked, not over). Null limits do not bound;
 // durations are seconds; prices are per resource-hour of each class (host, vcpu,
 // floatingip), all of them shown, defaults included.
 type Limits struct {
@@ -20,6 +21,7 @@ type Limits struct {
 	MaxAdvance       *int64                    `json:"max_advance"`
 	Budget           *float64                  `json:"budget"`
 	Charged          float64                   `json:"charged"`
+	OpenLeases       int                       `json:"open_leases"`
 	Remaining        *float64                  `json:"remaining"`
 	Prices           map[string]float64        `json:"prices"`
 	Multipliers      []climate.PriceMultiplier `json:"multipliers"`
@@ -32,7 +34,7 @@ func LimitsOf(a *climate.ProjectAccount) Limits {
 	l := a.Limits
 	out := Limits{ProjectID: l.ProjectID, MaxHosts: l.MaxHosts, MaxVCPUs: l.MaxVCPUs, MaxFloatingIPs: l.MaxFloatingIPs,
 		MaxLeases: l.MaxLeases, MaxLeaseDuration: seconds(l.MaxLeaseDuration), MaxAdvance: seconds(l.MaxAdvance),
-		Budget: l.Budget, Charged: a.Charged, Prices: map[string]float64{}, Multipliers: l.Prices.Multipliers,
+		Budget: l.Budget, Charged: a.Charged, OpenLeases: a.OpenLeases, Prices: map[string]float64{}, Multipliers: l.Prices.Multipliers,
 		Exempt: l.Exempt, UpdatedAt: FormatUpdated(l.UpdatedAt)}
 	if out.Multipliers == nil {
 		out.Multipliers = []climate.PriceMultiplier{}

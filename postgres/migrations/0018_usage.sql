@@ -34,10 +34,12 @@ CREATE TABLE project_limits (
     updated_at  timestamptz NOT NULL
 );
 
--- What each project's budget is charged: the sum of its usage records' cost, kept as a
--- running total so a budget check reads one row. A charge updates the row, which locks
--- it to the transaction's end: concurrent chargers of one project take turns.
+-- What each project's budget is charged (the sum of its usage records' cost) and how many
+-- of its leases have open records, kept as running totals so a check reads one row. A
+-- charge updates the row, which locks it to the transaction's end: concurrent chargers of
+-- one project take turns.
 CREATE TABLE project_charges (
     project_id text COLLATE "C" PRIMARY KEY,
-    charged    double precision NOT NULL
+    charged     double precision NOT NULL,
+    open_leases integer NOT NULL
 );

@@ -34,9 +34,10 @@ CREATE TABLE project_limits (
     updated_at  INTEGER NOT NULL
 );
 
--- What each project's budget is charged: the sum of its usage records' cost, kept as a
--- running total so a budget check reads one row.
+-- What each project's budget is charged (the sum of its usage records' cost) and how many
+-- of its leases have open records, kept as running totals so a check reads one row.
 CREATE TABLE project_charges (
     project_id TEXT PRIMARY KEY,
-    charged    REAL NOT NULL
+    charged     REAL NOT NULL,
+    open_leases INTEGER NOT NULL
 );
