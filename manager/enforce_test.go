@@ -9,8 +9,6 @@ import (
 	"climate"
 	"climate/clock"
 	"climate/manager"
-	"climate/postgres"
-	"climate/sqlite"
 )
 
 // The maximum lease duration (Blazar's MaxLeaseDurationFilter) and the extension window, at
@@ -65,22 +63,7 @@ func TestEnforcementOfDurations(t *testing.T) {
 			t.Errorf("extending past the maximum: %v", err)
 		}
 	}
-	t.Run("sqlite", func(t *testing.T) {
-		st, err := sqlite.Open(context.Background(), t.TempDir()+"/climate.db")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		run(t, st)
-	})
-	t.Run("postgres", func(t *testing.T) {
-		st, err := postgres.Open(context.Background(), postgres.TestDSN(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		run(t, st)
-	})
+	onBothStores(t, run)
 }
 
 // markStarted records a lease's start as the engine would (no engine runs here).
