@@ -9,6 +9,7 @@ import (
 	"climate"
 	"climate/clock"
 	"climate/manager"
+	"climate/sqlite"
 )
 
 // The maximum lease duration (Blazar's MaxLeaseDurationFilter) and the extension window, at
