@@ -44,9 +44,16 @@ type rules struct {
 	maxDuration time.Duration
 }
 
-// rulesFor reads the rules project is held to.
-func (m *Manager) rulesFor(ctx context.Context, project string) (rules, error) {
-	r := rules{project: project, maxDuration: m.cfg.Enforcement.MaxLeaseDuration}
+// rulesFor returns the rules project is held to before planning. Its limits are read
+// only when a server-wide rule or a dry run needs them (to know whether it is exempt,
+// or its own maximum duration): otherwise the write transaction checks them
+// (Manager.account), and a creation pays no extra read.
+func (m *Manager) rulesFor(ctx context.Context, project string, dryRun bool) (rules, error) {
+	e := m.cfg.Enforcement
+	r := rules{project: project, maxDuration: e.MaxLeaseDuration, exempt: slices.Contains(e.ExemptProjects, project)}
+	if r.exempt || !(dryRun || e.External != nil || e.MaxLeaseDuration > 0 || e.ExtensionWindow > 0) {
+		return r, nil
+	}
 	var lim *climate.ProjectLimits
 	err := m.store.View(ctx, func(tx climate.Tx) error {
 		var err error

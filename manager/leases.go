@@ -108,7 +108,7 @@ func (m *Manager) CreateLease(ctx context.Context, who climate.Identity, req cli
 	if err := checkPreemptible(req, l); err != nil {
 		return nil, err
 	}
-	pr, err := m.rulesFor(ctx, l.ProjectID)
+	pr, err := m.rulesFor(ctx, l.ProjectID, req.DryRun)
 	if err != nil {
 		return nil, err
 	}
@@ -459,7 +459,7 @@ func (m *Manager) UpdateLease(ctx context.Context, who climate.Identity, id stri
 		l.Name = *u.Name
 	}
 	renameOnly := !u.Start.IsSet() && !u.End.IsSet() && u.BeforeEnd == nil && u.BeforeStart == nil && len(u.Reservations) == 0
-	pr, err := m.rulesFor(ctx, cur.ProjectID)
+	pr, err := m.rulesFor(ctx, cur.ProjectID, false)
 	if err != nil {
 		return nil, err
 	}

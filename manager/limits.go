@@ -32,6 +32,11 @@ func (m *Manager) account(ctx context.Context, tx climate.Tx, cur, l *climate.Le
 	}
 	lim := c.Limits
 	moved := cur == nil || !cur.Start.Equal(l.Start) || !cur.End.Equal(l.End) || c.Delta > 0
+	if lim.MaxLeaseDuration != nil && moved {
+		if err := (rules{maxDuration: *lim.MaxLeaseDuration}).checkDuration(l.Start, l.End); err != nil {
+			return err
+		}
+	}
 	if lim.MaxAdvance != nil && (cur == nil || !cur.Start.Equal(l.Start)) {
 		if ahead := l.Start.Sub(now); ahead > *lim.MaxAdvance {
 			return climate.Errorf(climate.CodeForbidden,
