@@ -70,20 +70,27 @@ func (t *tx) ListUsage(ctx context.Context, f climate.UsageFilter) ([]climate.Us
 	return out, internal(rows.Err())
 }
 
-// PutUsage inserts or replaces usage records.
+// PutUsage inserts or replaces usage records, many rows a statement (each statement
+// costs a prepare).
 func (t *tx) PutUsage(ctx context.Context, rs []climate.UsageRecord) error {
 	if err := t.writable(); err != nil {
 		return err
 	}
-	for _, u := range rs {
-		_, err := t.q.ExecContext(ctx, `INSERT OR REPLACE INTO usage_records (`+usageColumns+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			u.AllocationID, u.ReservationID, u.LeaseID, u.LeaseName, u.ProjectID, u.ResourceType, u.ResourceID, u.Class, u.Units,
-			micros(u.Start), micros(u.End), nullMicros(u.HeldFrom), nullMicros(u.HeldUntil), u.Rate, u.Cost, u.Closed,
-			micros(u.CreatedAt), micros(u.UpdatedAt))
-		if err != nil {
+	const perStatement = 50 // 18 parameters a row, well under SQLite's 32,766
+	for len(rs) > 0 {
+		n := min(len(rs), perStatement)
+		args := make([]any, 0, n*18)
+		for _, u := range rs[:n] {
+			args = append(args, u.AllocationID, u.ReservationID, u.LeaseID, u.LeaseName, u.ProjectID, u.ResourceType, u.ResourceID, u.Class, u.Units,
+				micros(u.Start), micros(u.End), nullMicros(u.HeldFrom), nullMicros(u.HeldUntil), u.Rate, u.Cost, u.Closed,
+				micros(u.CreatedAt), micros(u.UpdatedAt))
+		}
+		row := `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		q := `INSERT OR REPLACE INTO usage_records (` + usageColumns + `) VALUES ` + row + strings.Repeat(`, `+row, n-1)
+		if _, err := t.q.ExecContext(ctx, q, args...); err != nil {
 			return internal(err)
 		}
+		rs = rs[n:]
 	}
 	return nil
 }
