@@ -323,9 +323,9 @@ func TestFlagCompletion(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"lease", "list", "-o", ""}, "table wide json yaml value"},
-		{[]string{"lease", "list", "-f", ""}, "table wide json yaml value"},
-		{[]string{"host", "show", "n1", "--format", ""}, "table wide json yaml value"},
+		{[]string{"lease", "list", "-o", ""}, "table wide json yaml value csv"},
+		{[]string{"lease", "list", "-f", ""}, "table wide json yaml value csv"},
+		{[]string{"host", "show", "n1", "--format", ""}, "table wide json yaml value csv"},
 		{[]string{"policy", "list", "-f", ""}, "yaml json table"},
 		{[]string{"bench", "plan", "-o", ""}, "table json"},
 		{[]string{"allocation", "list", "--lease", ""}, "train"},

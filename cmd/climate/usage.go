@@ -147,6 +147,10 @@ deleted is refunded what it did not hold, and one deleted before it starts costs
 nothing. Admins set limits (climate:limits:put); members read their own project's.
 
 ` + clientHelp,
+		Example: `  climate limits show physics
+  climate limits set physics --max-hosts 10 --max-lease-duration 7d --budget 2000
+  climate limits set physics --price host=1 --price vcpu=0.05 --multiplier gpu=true:4
+  climate limits set physics --budget none`,
 	}
 	o := addClientFlags(cmd)
 	cmd.AddCommand(newLimitsShowCmd(o), newLimitsSetCmd(o))

@@ -463,17 +463,29 @@ func TestOsloListener(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for i, n := range ns {
-		var got struct {
-			Ctxt        map[string]any    `json:"ctxt"`
-			PublisherID string            `json:"publisher_id"`
-			EventType   string            `json:"event_type"`
-			Payload     map[string]any    `json:"payload"`
-			Metadata    map[string]string `json:"metadata"`
-		}
+	type line struct {
+		Ctxt        map[string]any    `json:"ctxt"`
+		PublisherID string            `json:"publisher_id"`
+		EventType   string            `json:"event_type"`
+		Payload     map[string]any    `json:"payload"`
+		Metadata    map[string]string `json:"metadata"`
+	}
+	// The listener's threading executor may print two messages in either order: match
+	// them by message id.
+	byID := map[string]line{}
+	for range ns {
+		var got line
 		l := next()
 		if err := json.Unmarshal([]byte(l), &got); err != nil {
 			t.Fatalf("listener line %q: %v", l, err)
+		}
+		byID[got.Metadata["message_id"]] = got
+	}
+	for i, n := range ns {
+		got, ok := byID[n.ID]
+		if !ok {
+			t.Errorf("%d: message %s never arrived", i, n.ID)
+			continue
 		}
 		if got.PublisherID != "blazar.lease" || got.EventType != n.EventType {
 			t.Errorf("%d: publisher_id %q, event_type %q; want blazar.lease, %s", i, got.PublisherID, got.EventType, n.EventType)
