@@ -74,10 +74,38 @@ func (u *UsageRecord) Held(now time.Time) (from, until time.Time) {
 }
 
 // ProjectCharge is what a project's budget was charged (the sum of its usage records'
-// costs) and how many of its leases have open records, kept as running totals.
+// costs), how many of its leases have open records, and the units of each class its open
+// records hold (at any time: an upper bound of what it holds at once), kept as running
+// totals so limits are checked without reading the records.
 type ProjectCharge struct {
-	Charged    float64
-	OpenLeases int
+	Charged                               float64
+	OpenLeases                            int
+	OpenHosts, OpenVCPUs, OpenFloatingIPs int
+}
+
+// Open returns the units of class the open records hold.
+func (c ProjectCharge) Open(class string) int {
+	switch class {
+	case ClassHost:
+		return c.OpenHosts
+	case ClassVCPU:
+		return c.OpenVCPUs
+	case ClassFloatingIP:
+		return c.OpenFloatingIPs
+	}
+	return 0
+}
+
+// AddOpen adds n units of class to c.
+func (c *ProjectCharge) AddOpen(class string, n int) {
+	switch class {
+	case ClassHost:
+		c.OpenHosts += n
+	case ClassVCPU:
+		c.OpenVCPUs += n
+	case ClassFloatingIP:
+		c.OpenFloatingIPs += n
+	}
 }
 
 // UsageFilter selects usage records. Zero fields match everything.
@@ -162,10 +190,10 @@ type UsageStore interface {
 	ListUsage(ctx context.Context, f UsageFilter) ([]UsageRecord, error)
 	// PutUsage inserts or replaces records by allocation id.
 	PutUsage(ctx context.Context, rs []UsageRecord) error
-	// ChargeProject adds cost to what project's budget was charged and leases to its
-	// count of open leases, and returns the new totals. In PostgreSQL the row stays
-	// locked until the transaction ends, so concurrent chargers of one project take turns.
-	ChargeProject(ctx context.Context, project string, cost float64, leases int) (ProjectCharge, error)
+	// ChargeProject adds delta to project's totals and returns the new totals. In
+	// PostgreSQL the row stays locked until the transaction ends, so concurrent chargers
+	// of one project take turns.
+	ChargeProject(ctx context.Context, project string, delta ProjectCharge) (ProjectCharge, error)
 	// ProjectCharged returns what project's budget was charged (zero when never).
 	ProjectCharged(ctx context.Context, project string) (ProjectCharge, error)
 	// GetProjectLimits returns project's limits; ok is false when none were set.

@@ -369,7 +369,7 @@ func (e *Engine) transition(ctx context.Context, ev climate.Event, transitional 
 			if err := tx.UpdateLease(ctx, l); err != nil {
 				return err
 			}
-			if _, err := usage.Sync(ctx, tx, l, false, now); err != nil {
+			if _, err := usage.Sync(ctx, tx, l, usage.Updated, now); err != nil {
 				return err
 			}
 			if err := climate.Audit(ctx, tx, climate.BySystem("its end passed before its start was handled: ended without starting"),
@@ -480,7 +480,7 @@ func (e *Engine) finish(ctx context.Context, ev climate.Event, target climate.Re
 		if err := tx.UpdateLease(ctx, l); err != nil {
 			return err
 		}
-		if _, err := usage.Sync(ctx, tx, l, false, now); err != nil {
+		if _, err := usage.Sync(ctx, tx, l, usage.Updated, now); err != nil {
 			return err
 		}
 		reason := string(ev.Type) + " event handled"

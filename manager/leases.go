@@ -668,7 +668,7 @@ func (m *Manager) DeleteLease(ctx context.Context, who climate.Identity, id stri
 			}
 		}
 		deleted = l
-		if _, err := usage.Sync(ctx, tx, l, true, m.now()); err != nil {
+		if _, err := usage.Sync(ctx, tx, l, usage.Deleted, m.now()); err != nil {
 			return err
 		}
 		if err := tx.DeleteLease(ctx, id); err != nil {

@@ -17,12 +17,16 @@ import (
 const budgetSlack = 1e-6
 
 // account brings the usage records of lease l up to date in tx, the write transaction of
-// a caller's create (cur nil) or update of it, and refuses the change if it breaks the
+// a caller's create or a waiting lease's booking (cur nil) or of an update, and refuses the change if it breaks the
 // project's limits. The checks read and charge inside the transaction, so concurrent
 // requests of one project cannot together pass a limit (in PostgreSQL the project's
 // charge row is locked until commit).
 func (m *Manager) account(ctx context.Context, tx climate.Tx, cur, l *climate.Lease, now time.Time) error {
-	c, err := usage.Sync(ctx, tx, l, false, now)
+	change := usage.Updated
+	if cur == nil { // a new lease, or a waiting one booked: neither has records yet
+		change = usage.Created
+	}
+	c, err := usage.Sync(ctx, tx, l, change, now)
 	if err != nil {
 		return err
 	}
@@ -52,20 +56,21 @@ func (m *Manager) account(ctx context.Context, tx climate.Tx, cur, l *climate.Le
 			"Project %s may have at most %d leases booked and not over; it has %d: delete one or wait for one to end.",
 			l.ProjectID, *lim.MaxLeases, c.Project.OpenLeases-1)
 	}
-	if !moved || (lim.MaxHosts == nil && lim.MaxVCPUs == nil && lim.MaxFloatingIPs == nil) {
+	if !moved {
 		return nil
 	}
-	// What the project holds while l runs: its open records overlapping l's window.
-	open, err := tx.ListUsage(ctx, climate.UsageFilter{ProjectID: l.ProjectID, OpenOnly: true, From: l.Start, To: l.End})
-	if err != nil {
-		return err
-	}
+	var open []climate.UsageRecord // what the project holds while l runs, read once if needed
 	for _, k := range []struct {
 		class, what string
 		max         *int
 	}{{climate.ClassHost, "hosts", lim.MaxHosts}, {climate.ClassVCPU, "instance vCPUs", lim.MaxVCPUs}, {climate.ClassFloatingIP, "floating IPs", lim.MaxFloatingIPs}} {
-		if k.max == nil {
-			continue
+		if k.max == nil || c.Project.Open(k.class) <= *k.max {
+			continue // all its open records together fit: so does any instant
+		}
+		if open == nil {
+			if open, err = tx.ListUsage(ctx, climate.UsageFilter{ProjectID: l.ProjectID, OpenOnly: true, From: l.Start, To: l.End}); err != nil {
+				return err
+			}
 		}
 		peak, at, mine := peakHeld(open, k.class, l)
 		if peak > *k.max {
@@ -161,7 +166,7 @@ func fmtSpan(d time.Duration) string {
 // service made itself (an event, healing, a preemption, a waiting lease booked): what it
 // charges is charged, and no limit refuses it.
 func accountBySystem(ctx context.Context, tx climate.Tx, l *climate.Lease, now time.Time) error {
-	_, err := usage.Sync(ctx, tx, l, false, now)
+	_, err := usage.Sync(ctx, tx, l, usage.Updated, now)
 	return err
 }
 

@@ -273,8 +273,14 @@ func TestUsageMatchesBruteForceOverAMonth(t *testing.T) {
 			t.Fatal(err)
 		}
 		charged += a.Charged
-		if a.OpenLeases != 0 {
-			t.Errorf("%s has %d open leases after every lease ended", p, a.OpenLeases)
+		if err := st.View(ctx, func(tx climate.Tx) error {
+			c, err := tx.ProjectCharged(ctx, p)
+			if c.OpenLeases != 0 || c.OpenHosts != 0 || c.OpenVCPUs != 0 || c.OpenFloatingIPs != 0 {
+				t.Errorf("%s still has open leases or units after every lease ended: %+v", p, c)
+			}
+			return err
+		}); err != nil {
+			t.Fatal(err)
 		}
 	}
 	if math.Abs(charged-total) > 1e-6 || math.Abs(total-heldSum) > 1e-6 {

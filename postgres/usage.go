@@ -97,22 +97,29 @@ func (t *tx) PutUsage(ctx context.Context, rs []climate.UsageRecord) error {
 
 // ChargeProject adds to the project's charge and open leases and returns the new
 // totals; the row stays locked until the transaction ends.
-func (t *tx) ChargeProject(ctx context.Context, project string, cost float64, leases int) (climate.ProjectCharge, error) {
+func (t *tx) ChargeProject(ctx context.Context, project string, d climate.ProjectCharge) (climate.ProjectCharge, error) {
 	var c climate.ProjectCharge
 	if err := t.writable(); err != nil {
 		return c, err
 	}
-	err := t.q.QueryRow(ctx, `INSERT INTO project_charges (project_id, charged, open_leases) VALUES ($1, $2, $3)
+	err := t.q.QueryRow(ctx, `INSERT INTO project_charges (project_id, `+chargeColumns+`) VALUES ($1, $2, $3, $4, $5, $6)
 		ON CONFLICT (project_id) DO UPDATE SET charged = project_charges.charged + excluded.charged,
-			open_leases = project_charges.open_leases + excluded.open_leases
-		RETURNING charged, open_leases`, project, cost, leases).Scan(&c.Charged, &c.OpenLeases)
+			open_leases = project_charges.open_leases + excluded.open_leases,
+			open_hosts = project_charges.open_hosts + excluded.open_hosts,
+			open_vcpus = project_charges.open_vcpus + excluded.open_vcpus,
+			open_floatingips = project_charges.open_floatingips + excluded.open_floatingips
+		RETURNING `+chargeColumns, project, d.Charged, d.OpenLeases, d.OpenHosts, d.OpenVCPUs, d.OpenFloatingIPs).
+		Scan(&c.Charged, &c.OpenLeases, &c.OpenHosts, &c.OpenVCPUs, &c.OpenFloatingIPs)
 	return c, dbError(err)
 }
+
+const chargeColumns = `charged, open_leases, open_hosts, open_vcpus, open_floatingips`
 
 // ProjectCharged returns the project's charge and open leases.
 func (t *tx) ProjectCharged(ctx context.Context, project string) (climate.ProjectCharge, error) {
 	var c climate.ProjectCharge
-	err := t.q.QueryRow(ctx, `SELECT charged, open_leases FROM project_charges WHERE project_id = $1`, project).Scan(&c.Charged, &c.OpenLeases)
+	err := t.q.QueryRow(ctx, `SELECT `+chargeColumns+` FROM project_charges WHERE project_id = $1`, project).
+		Scan(&c.Charged, &c.OpenLeases, &c.OpenHosts, &c.OpenVCPUs, &c.OpenFloatingIPs)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return c, nil
 	}

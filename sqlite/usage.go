@@ -96,21 +96,27 @@ func (t *tx) PutUsage(ctx context.Context, rs []climate.UsageRecord) error {
 }
 
 // ChargeProject adds to the project's charge and open leases and returns the new totals.
-func (t *tx) ChargeProject(ctx context.Context, project string, cost float64, leases int) (climate.ProjectCharge, error) {
+func (t *tx) ChargeProject(ctx context.Context, project string, d climate.ProjectCharge) (climate.ProjectCharge, error) {
 	var c climate.ProjectCharge
 	if err := t.writable(); err != nil {
 		return c, err
 	}
-	err := t.q.QueryRowContext(ctx, `INSERT INTO project_charges (project_id, charged, open_leases) VALUES (?, ?, ?)
-		ON CONFLICT (project_id) DO UPDATE SET charged = charged + excluded.charged, open_leases = open_leases + excluded.open_leases
-		RETURNING charged, open_leases`, project, cost, leases).Scan(&c.Charged, &c.OpenLeases)
+	err := t.q.QueryRowContext(ctx, `INSERT INTO project_charges (project_id, `+chargeColumns+`) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (project_id) DO UPDATE SET charged = charged + excluded.charged, open_leases = open_leases + excluded.open_leases,
+			open_hosts = open_hosts + excluded.open_hosts, open_vcpus = open_vcpus + excluded.open_vcpus,
+			open_floatingips = open_floatingips + excluded.open_floatingips
+		RETURNING `+chargeColumns, project, d.Charged, d.OpenLeases, d.OpenHosts, d.OpenVCPUs, d.OpenFloatingIPs).
+		Scan(&c.Charged, &c.OpenLeases, &c.OpenHosts, &c.OpenVCPUs, &c.OpenFloatingIPs)
 	return c, internal(err)
 }
+
+const chargeColumns = `charged, open_leases, open_hosts, open_vcpus, open_floatingips`
 
 // ProjectCharged returns the project's charge and open leases.
 func (t *tx) ProjectCharged(ctx context.Context, project string) (climate.ProjectCharge, error) {
 	var c climate.ProjectCharge
-	err := t.q.QueryRowContext(ctx, `SELECT charged, open_leases FROM project_charges WHERE project_id = ?`, project).Scan(&c.Charged, &c.OpenLeases)
+	err := t.q.QueryRowContext(ctx, `SELECT `+chargeColumns+` FROM project_charges WHERE project_id = ?`, project).
+		Scan(&c.Charged, &c.OpenLeases, &c.OpenHosts, &c.OpenVCPUs, &c.OpenFloatingIPs)
 	if err == sql.ErrNoRows {
 		return c, nil
 	}

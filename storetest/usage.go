@@ -75,18 +75,19 @@ func testUsage(t *testing.T, s climate.Store) {
 	// Charges.
 	var total climate.ProjectCharge
 	update(t, s, func(tx climate.Tx) error {
-		if _, err := tx.ChargeProject(ctx, "p1", 10, 1); err != nil {
+		if _, err := tx.ChargeProject(ctx, "p1", climate.ProjectCharge{Charged: 10, OpenLeases: 1, OpenHosts: 3, OpenVCPUs: 8, OpenFloatingIPs: 1}); err != nil {
 			return err
 		}
 		var err error
-		total, err = tx.ChargeProject(ctx, "p1", -2.5, 1)
+		total, err = tx.ChargeProject(ctx, "p1", climate.ProjectCharge{Charged: -2.5, OpenLeases: 1, OpenHosts: -1, OpenVCPUs: 4})
 		return err
 	})
-	if total != (climate.ProjectCharge{Charged: 7.5, OpenLeases: 2}) {
-		t.Errorf("charged %+v, want 7.5 and 2 leases", total)
+	want := climate.ProjectCharge{Charged: 7.5, OpenLeases: 2, OpenHosts: 2, OpenVCPUs: 12, OpenFloatingIPs: 1}
+	if total != want {
+		t.Errorf("charged %+v, want %+v", total, want)
 	}
 	view(t, s, func(tx climate.Tx) error {
-		for p, want := range map[string]climate.ProjectCharge{"p1": {Charged: 7.5, OpenLeases: 2}, "p2": {}} {
+		for p, want := range map[string]climate.ProjectCharge{"p1": want, "p2": {}} {
 			got, err := tx.ProjectCharged(ctx, p)
 			if err != nil {
 				return err

@@ -37,14 +37,27 @@ type Charge struct {
 	Limits *climate.ProjectLimits
 }
 
+// Change is what the transaction calling Sync does to the lease.
+type Change int
+
+// Changes.
+const (
+	// Created: the lease is new, so it has no records yet (none are read).
+	Created Change = iota
+	// Updated: the lease was changed (by a caller, an event, healing, …).
+	Updated
+	// Deleted: the lease is being deleted; its records stay.
+	Deleted
+)
+
 // Sync brings the usage records of lease l up to date in tx, the transaction that
-// writes l (deleted: that deletes it), and charges the project the difference.
+// makes change to l, and charges the project the difference.
 //
 // An allocation begins to be held when its lease is ACTIVE, and stops when the lease is
 // over (TERMINATED, ERROR, FAILED, TIMEDOUT or deleted) or the allocation is taken away
 // (healing, an update): its record is then closed. An open record charges its whole
 // reserved window, a closed one what was held: ending early refunds the rest.
-func Sync(ctx context.Context, tx climate.Tx, l *climate.Lease, deleted bool, now time.Time) (Charge, error) {
+func Sync(ctx context.Context, tx climate.Tx, l *climate.Lease, change Change, now time.Time) (Charge, error) {
 	var c Charge
 	limits, ok, err := tx.GetProjectLimits(ctx, l.ProjectID)
 	if err != nil {
@@ -54,10 +67,13 @@ func Sync(ctx context.Context, tx climate.Tx, l *climate.Lease, deleted bool, no
 	if ok {
 		c.Limits, prices = limits, limits.Prices
 	}
-	old, err := tx.ListUsage(ctx, climate.UsageFilter{LeaseID: l.ID})
-	if err != nil {
-		return c, err
+	var old []climate.UsageRecord
+	if change != Created {
+		if old, err = tx.ListUsage(ctx, climate.UsageFilter{LeaseID: l.ID}); err != nil {
+			return c, err
+		}
 	}
+	deleted := change == Deleted
 	had := make(map[string]climate.UsageRecord, len(old))
 	for _, u := range old {
 		had[u.AllocationID] = u
@@ -65,6 +81,7 @@ func Sync(ctx context.Context, tx climate.Tx, l *climate.Lease, deleted bool, no
 	holding := l.Status == climate.LeaseActive
 	over := deleted || isOver(l.Status)
 	var changed []climate.UsageRecord
+	var d climate.ProjectCharge // the change of the project's totals
 	keep := func(u, before climate.UsageRecord, existed bool) {
 		u.Cost = cost(&u)
 		if !u.Closed {
@@ -74,7 +91,13 @@ func Sync(ctx context.Context, tx climate.Tx, l *climate.Lease, deleted bool, no
 			return
 		}
 		u.UpdatedAt = now
-		c.Delta += u.Cost - before.Cost
+		d.Charged += u.Cost - before.Cost
+		if existed && !before.Closed {
+			d.AddOpen(before.Class, -before.Units)
+		}
+		if !u.Closed {
+			d.AddOpen(u.Class, u.Units)
+		}
 		changed = append(changed, u)
 	}
 	seen := map[string]bool{}
@@ -125,14 +148,14 @@ func Sync(ctx context.Context, tx climate.Tx, l *climate.Lease, deleted bool, no
 	if err := tx.PutUsage(ctx, changed); err != nil {
 		return c, err
 	}
-	leases := 0 // the change of the project's open leases
 	switch wasOpen, isOpen := anyOpen(old, nil), anyOpen(old, changed); {
 	case !wasOpen && isOpen:
-		leases = 1
+		d.OpenLeases = 1
 	case wasOpen && !isOpen:
-		leases = -1
+		d.OpenLeases = -1
 	}
-	c.Project, err = tx.ChargeProject(ctx, l.ProjectID, c.Delta, leases)
+	c.Delta = d.Charged
+	c.Project, err = tx.ChargeProject(ctx, l.ProjectID, d)
 	return c, err
 }
 

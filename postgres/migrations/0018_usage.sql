@@ -34,12 +34,16 @@ CREATE TABLE project_limits (
     updated_at  timestamptz NOT NULL
 );
 
--- What each project's budget is charged (the sum of its usage records' cost) and how many
--- of its leases have open records, kept as running totals so a check reads one row. A
+-- What each project's budget is charged (the sum of its usage records' cost), how many of
+-- its leases have open records and the units of each class those hold, kept as running
+-- totals so a check reads one row. A
 -- charge updates the row, which locks it to the transaction's end: concurrent chargers of
 -- one project take turns.
 CREATE TABLE project_charges (
     project_id text COLLATE "C" PRIMARY KEY,
     charged     double precision NOT NULL,
-    open_leases integer NOT NULL
+    open_leases integer NOT NULL,
+    open_hosts integer NOT NULL,
+    open_vcpus integer NOT NULL,
+    open_floatingips integer NOT NULL
 );

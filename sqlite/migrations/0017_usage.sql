@@ -34,10 +34,14 @@ CREATE TABLE project_limits (
     updated_at  INTEGER NOT NULL
 );
 
--- What each project's budget is charged (the sum of its usage records' cost) and how many
--- of its leases have open records, kept as running totals so a check reads one row.
+-- What each project's budget is charged (the sum of its usage records' cost), how many of
+-- its leases have open records and the units of each class those hold, kept as running
+-- totals so a check reads one row.
 CREATE TABLE project_charges (
     project_id TEXT PRIMARY KEY,
     charged     REAL NOT NULL,
-    open_leases INTEGER NOT NULL
+    open_leases INTEGER NOT NULL,
+    open_hosts INTEGER NOT NULL,
+    open_vcpus INTEGER NOT NULL,
+    open_floatingips INTEGER NOT NULL
 );
