@@ -32,6 +32,8 @@ var migrations embed.FS
 type Store struct {
 	w *sql.DB // one connection: SQLite has one writer
 	r *sql.DB // readers
+	// Prepared statements of each pool.
+	ws, rs *stmtCache
 }
 
 var _ climate.Store = (*Store)(nil)
@@ -74,7 +76,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	r.SetMaxOpenConns(readers)
 	r.SetMaxIdleConns(readers)
-	s := &Store{w: w, r: r}
+	s := &Store{w: w, r: r, ws: newStmtCache(w), rs: newStmtCache(r)}
 	if err := s.Migrate(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -98,6 +100,8 @@ func createPrivate(path string) error {
 
 // Close closes the database.
 func (s *Store) Close() error {
+	s.ws.close()
+	s.rs.close()
 	return errors.Join(s.r.Close(), s.w.Close())
 }
 
@@ -153,34 +157,40 @@ func (s *Store) apply(ctx context.Context, version int, body string) error {
 
 // View runs fn in a read transaction on the reader pool; its Tx refuses writes.
 func (s *Store) View(ctx context.Context, fn func(climate.Tx) error) error {
-	return s.run(ctx, s.r, false, fn)
+	return s.run(ctx, s.r, s.rs, false, fn)
 }
 
 // Update runs fn in a write transaction (BEGIN IMMEDIATE on the single writer). fn must
 // not call Update on the same Store: the writer connection is taken, so it would wait
 // for ever.
 func (s *Store) Update(ctx context.Context, fn func(climate.Tx) error) error {
-	return s.run(ctx, s.w, true, fn)
+	return s.run(ctx, s.w, s.ws, true, fn)
 }
 
-func (s *Store) run(ctx context.Context, db *sql.DB, write bool, fn func(climate.Tx) error) error {
+func (s *Store) run(ctx context.Context, db *sql.DB, stmts *stmtCache, write bool, fn func(climate.Tx) error) error {
 	sqlTx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: !write})
 	if err != nil {
 		return internal(err)
 	}
-	defer sqlTx.Rollback()
-	if err := fn(&tx{q: sqlTx, write: write}); err != nil {
-		return err
+	err = func() error {
+		defer sqlTx.Rollback()
+		if err := fn(&tx{q: &conn{tx: sqlTx, cache: stmts}, write: write}); err != nil {
+			return err
+		}
+		if !write {
+			return nil
+		}
+		return internal(sqlTx.Commit())
+	}()
+	if stmts.pending() { // the connection is back in the pool: prepare what was new
+		stmts.prepareWanted(context.WithoutCancel(ctx))
 	}
-	if !write {
-		return nil
-	}
-	return internal(sqlTx.Commit())
+	return err
 }
 
 // tx implements climate.Tx over one SQL transaction.
 type tx struct {
-	q     *sql.Tx
+	q     *conn
 	write bool
 }
 
