@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"cmp"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -71,11 +73,15 @@ func WithCleaning(d time.Duration) Option {
 func (x *Index) Cleaning() time.Duration { return time.Duration(x.clean) * time.Microsecond }
 
 // NewIndex builds an index from the inventory and the allocations that may still matter.
+// It is a bulk build: one pass resolves each allocation's host and counts them, so every
+// host's intervals get one slice of a shared backing array (capped, so Apply's inserts
+// reallocate rather than spill into the next host's), and a host's intervals are sorted
+// only when they are not already (the store lists them in order).
 func NewIndex(hosts []climate.Host, allocs []climate.Allocation, opts ...Option) *Index {
 	x := &Index{
 		hosts: hosts, pos: make(map[string]int32, len(hosts)), busy: make([][]interval, len(hosts)),
-		shared: make([][]use, len(hosts)), leases: map[string]int32{}, filters: map[string][]int32{},
-		matches: map[string]func(*climate.Host) bool{},
+		shared: make([][]use, len(hosts)), filters: map[string][]int32{}, matches: map[string]func(*climate.Host) bool{},
+		leases: make(map[string]int32, len(allocs)/3), // a guess that spares most rehashing
 	}
 	for _, o := range opts {
 		o(x)
@@ -83,18 +89,52 @@ func NewIndex(hosts []climate.Host, allocs []climate.Allocation, opts ...Option)
 	for i := range hosts {
 		x.pos[hosts[i].ID] = int32(i)
 	}
-	for _, a := range allocs {
-		if p, ok := x.pos[a.ResourceID]; ok && a.Shared() {
-			x.shared[p] = append(x.shared[p], use{start: a.Start.UnixMicro(), end: x.end(a.End), lease: x.leaseNum(a.LeaseID), size: a.Size.Times(a.Slots), soft: a.Preemptible})
-		} else if ok {
-			x.busy[p] = append(x.busy[p], interval{a.Start.UnixMicro(), x.end(a.End), x.leaseNum(a.LeaseID), a.Preemptible})
+	where := make([]int32, len(allocs)) // host position, or -1 for another resource's
+	counts := make([]int32, len(hosts))
+	whole := 0
+	for i := range allocs {
+		a := &allocs[i]
+		p, ok := x.pos[a.ResourceID]
+		if !ok {
+			where[i] = -1
+			continue
+		}
+		where[i] = p
+		if !a.Shared() {
+			counts[p]++
+			whole++
 		}
 	}
+	backing := make([]interval, whole)
+	off := 0
+	for p, n := range counts {
+		x.busy[p] = backing[off : off : off+int(n)]
+		off += int(n)
+	}
+	lastLease, lastNum := "", int32(0) // a lease's allocations mostly come together
+	for i := range allocs {
+		p := where[i]
+		if p < 0 {
+			continue
+		}
+		a := &allocs[i]
+		if a.LeaseID != lastLease || lastNum == 0 {
+			lastLease, lastNum = a.LeaseID, x.leaseNum(a.LeaseID)
+		}
+		if a.Shared() {
+			x.shared[p] = append(x.shared[p], use{start: a.Start.UnixMicro(), end: x.end(a.End), lease: lastNum, size: a.Size.Times(a.Slots), soft: a.Preemptible})
+		} else {
+			x.busy[p] = append(x.busy[p], interval{a.Start.UnixMicro(), x.end(a.End), lastNum, a.Preemptible})
+		}
+	}
+	byStart := func(a, b interval) int { return cmp.Compare(a.start, b.start) }
 	for _, b := range x.busy {
-		sort.Slice(b, func(i, j int) bool { return b[i].start < b[j].start })
+		if !slices.IsSortedFunc(b, byStart) {
+			slices.SortFunc(b, byStart)
+		}
 	}
 	for _, b := range x.shared {
-		sort.Slice(b, func(i, j int) bool { return b[i].start < b[j].start })
+		slices.SortFunc(b, func(a, b use) int { return cmp.Compare(a.start, b.start) })
 		fixMaxEnd(b, 0)
 	}
 	return x
