@@ -41,6 +41,9 @@ type Index struct {
 	matches   map[string]func(*climate.Host) bool
 	demand    []int32
 	noSparing bool
+	// free holds the free-time summaries earliest-slot searches use, by filter key
+	// (freetime.go).
+	free map[string]*freeTime
 }
 
 type interval struct {
@@ -168,6 +171,15 @@ func (x *Index) Allocations() int {
 // Apply updates the index with a committed change: remove are allocations that no longer
 // exist (or changed), add are the new ones. Callers must exclude concurrent readers.
 func (x *Index) Apply(remove, add []climate.Allocation) {
+	var touched []int32
+	for _, list := range [][]climate.Allocation{remove, add} {
+		for i := range list {
+			if p, ok := x.pos[list[i].ResourceID]; ok {
+				touched = append(touched, p)
+			}
+		}
+	}
+	defer x.updateFreeTimes(x.freeGaps(touched))
 	for _, a := range remove {
 		p, ok := x.pos[a.ResourceID]
 		if !ok {
@@ -268,24 +280,23 @@ const (
 // candidates returns the positions of reservable hosts matching the request's filter,
 // evaluating the filter once per host per inventory revision and caching by FilterKey.
 func (x *Index) candidates(r *HostRequest) []int32 {
-	key := r.FilterKey
-	if r.Match == nil {
-		key = ""
+	key := r.filterKey()
+	if r.cached() { // a filter without a key must not find the unfiltered hosts under ""
+		x.mu.Lock()
+		c, ok := x.filters[key]
+		x.mu.Unlock()
+		if ok {
+			return c
+		}
 	}
-	x.mu.Lock()
-	c, ok := x.filters[key]
-	x.mu.Unlock()
-	if ok {
-		return c
-	}
-	c = make([]int32, 0, len(x.hosts))
+	c := make([]int32, 0, len(x.hosts))
 	for i := range x.hosts {
 		h := &x.hosts[i]
 		if h.Reservable && (r.Match == nil || r.Match(h)) {
 			c = append(c, int32(i))
 		}
 	}
-	if key != "" || r.Match == nil {
+	if r.cached() {
 		x.mu.Lock()
 		if len(x.filters) >= maxCachedFilters {
 			x.filters = map[string][]int32{}
@@ -296,6 +307,17 @@ func (x *Index) candidates(r *HostRequest) []int32 {
 	}
 	return c
 }
+
+// filterKey is the key r's candidates are cached under: none for no filter.
+func (r *HostRequest) filterKey() string {
+	if r.Match == nil {
+		return ""
+	}
+	return r.FilterKey
+}
+
+// cached reports whether r's candidates are cached: a filter without a key is not.
+func (r *HostRequest) cached() bool { return r.Match == nil || r.FilterKey != "" }
 
 // unreservable counts hosts marked not reservable (for explanations only).
 func (x *Index) unreservable() int {
