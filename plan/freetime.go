@@ -85,14 +85,19 @@ func (x *Index) freeTimeFor(key string, cached bool, cands []int32) *freeTime {
 }
 
 func (f *freeTime) build(x *Index) {
-	var all []freeGap
+	n := 0
+	for _, p := range f.members {
+		n += len(x.busy[p]) + len(x.shared[p]) + 1
+	}
+	all := make([]freeGap, 0, n)
 	for _, p := range f.members {
 		all = x.gapsOf(p, all)
 	}
 	slices.SortFunc(all, func(a, b freeGap) int { return cmp.Compare(a.from, b.from) })
 	f.rowSize = max(16, 2*int(math.Sqrt(float64(len(all)))))
 	for i := 0; i < len(all); i += f.rowSize {
-		f.rows = append(f.rows, newRow(all[i:min(i+f.rowSize, len(all))]))
+		j := min(i+f.rowSize, len(all))
+		f.rows = append(f.rows, newRow(all[i:j:j])) // capped: a row that grows moves out
 	}
 	if len(f.rows) == 0 {
 		f.rows = []gapRow{{lo: minTime}}
@@ -101,9 +106,9 @@ func (f *freeTime) build(x *Index) {
 	f.ready = true
 }
 
-// newRow makes a row of gaps (a copy, sorted by to); lo is the least from.
+// newRow makes a row of gaps, sorting them by to; lo is the least from.
 func newRow(gaps []freeGap) gapRow {
-	r := gapRow{lo: maxTime, gaps: slices.Clone(gaps)}
+	r := gapRow{lo: maxTime, gaps: gaps}
 	for _, g := range r.gaps {
 		r.lo, r.maxLen = min(r.lo, g.from), max(r.maxLen, g.length())
 	}
@@ -191,10 +196,10 @@ func (f *freeTime) add(g freeGap) {
 
 // split cuts row k in two halves by from.
 func (f *freeTime) split(k int) {
-	g := slices.Clone(f.rows[k].gaps)
+	g := f.rows[k].gaps
 	slices.SortFunc(g, func(a, b freeGap) int { return cmp.Compare(a.from, b.from) })
-	lo := f.rows[k].lo
-	a, b := newRow(g[:len(g)/2]), newRow(g[len(g)/2:])
+	lo, h := f.rows[k].lo, len(g)/2
+	a, b := newRow(g[:h:h]), newRow(slices.Clone(g[h:]))
 	a.lo = lo // the row keeps its place: froms before its first still go to it
 	f.rows = slices.Insert(f.rows, k+1, b)
 	f.rows[k] = a

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"cmp"
+	"runtime"
 	"slices"
 	"sort"
 	"sync"
@@ -76,15 +77,16 @@ func WithCleaning(d time.Duration) Option {
 func (x *Index) Cleaning() time.Duration { return time.Duration(x.clean) * time.Microsecond }
 
 // NewIndex builds an index from the inventory and the allocations that may still matter.
-// It is a bulk build: one pass resolves each allocation's host and counts them, so every
-// host's intervals get one slice of a shared backing array (capped, so Apply's inserts
-// reallocate rather than spill into the next host's), and a host's intervals are sorted
-// only when they are not already (the store lists them in order).
+// It is a bulk build, which a fresh server's first request waits for: the allocations'
+// hosts are resolved in parallel; every host's intervals get one slice of a shared backing
+// array (capped, so Apply's inserts reallocate rather than spill into the next host's);
+// and while one goroutine numbers the leases (one map), the intervals, holding their
+// allocation's position meanwhile, are sorted per host in parallel (only when out of
+// order: the store lists them in order).
 func NewIndex(hosts []climate.Host, allocs []climate.Allocation, opts ...Option) *Index {
 	x := &Index{
 		hosts: hosts, pos: make(map[string]int32, len(hosts)), busy: make([][]interval, len(hosts)),
 		shared: make([][]use, len(hosts)), filters: map[string][]int32{}, matches: map[string]func(*climate.Host) bool{},
-		leases: make(map[string]int32, len(allocs)/3), // a guess that spares most rehashing
 	}
 	for _, o := range opts {
 		o(x)
@@ -93,54 +95,90 @@ func NewIndex(hosts []climate.Host, allocs []climate.Allocation, opts ...Option)
 		x.pos[hosts[i].ID] = int32(i)
 	}
 	where := make([]int32, len(allocs)) // host position, or -1 for another resource's
-	counts := make([]int32, len(hosts))
-	whole := 0
-	for i := range allocs {
-		a := &allocs[i]
-		p, ok := x.pos[a.ResourceID]
-		if !ok {
-			where[i] = -1
-			continue
+	inParallel(len(allocs), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			if p, ok := x.pos[allocs[i].ResourceID]; ok {
+				where[i] = p
+			} else {
+				where[i] = -1
+			}
 		}
-		where[i] = p
-		if !a.Shared() {
-			counts[p]++
-			whole++
+	})
+	counts := make([]int32, len(hosts))
+	ours, whole := 0, 0
+	for i, p := range where {
+		if p >= 0 {
+			ours++
+			if !allocs[i].Shared() {
+				counts[p]++
+				whole++
+			}
 		}
 	}
+	x.leases = make(map[string]int32, ours/2) // a guess that spares most rehashing
+	nums := make([]int32, len(allocs))
+	var numbered sync.WaitGroup
+	numbered.Go(func() {
+		last, n := "", int32(0) // a lease's allocations mostly come together
+		for i, p := range where {
+			if id := allocs[i].LeaseID; p >= 0 && (id != last || n == 0) {
+				last, n = id, x.leaseNum(id)
+			}
+			nums[i] = n
+		}
+	})
 	backing := make([]interval, whole)
 	off := 0
 	for p, n := range counts {
 		x.busy[p] = backing[off : off : off+int(n)]
 		off += int(n)
 	}
-	lastLease, lastNum := "", int32(0) // a lease's allocations mostly come together
-	for i := range allocs {
-		p := where[i]
+	for i, p := range where {
 		if p < 0 {
 			continue
 		}
 		a := &allocs[i]
-		if a.LeaseID != lastLease || lastNum == 0 {
-			lastLease, lastNum = a.LeaseID, x.leaseNum(a.LeaseID)
-		}
 		if a.Shared() {
-			x.shared[p] = append(x.shared[p], use{start: a.Start.UnixMicro(), end: x.end(a.End), lease: lastNum, size: a.Size.Times(a.Slots), soft: a.Preemptible})
+			x.shared[p] = append(x.shared[p], use{start: a.Start.UnixMicro(), end: x.end(a.End), lease: int32(i), size: a.Size.Times(a.Slots), soft: a.Preemptible})
 		} else {
-			x.busy[p] = append(x.busy[p], interval{a.Start.UnixMicro(), x.end(a.End), lastNum, a.Preemptible})
+			x.busy[p] = append(x.busy[p], interval{a.Start.UnixMicro(), x.end(a.End), int32(i), a.Preemptible})
 		}
 	}
 	byStart := func(a, b interval) int { return cmp.Compare(a.start, b.start) }
-	for _, b := range x.busy {
-		if !slices.IsSortedFunc(b, byStart) {
-			slices.SortFunc(b, byStart)
+	inParallel(len(hosts), func(lo, hi int) {
+		for p := lo; p < hi; p++ {
+			if b := x.busy[p]; !slices.IsSortedFunc(b, byStart) {
+				slices.SortFunc(b, byStart)
+			}
+			if b := x.shared[p]; len(b) > 0 {
+				slices.SortFunc(b, func(a, b use) int { return cmp.Compare(a.start, b.start) })
+				fixMaxEnd(b, 0)
+			}
 		}
-	}
-	for _, b := range x.shared {
-		slices.SortFunc(b, func(a, b use) int { return cmp.Compare(a.start, b.start) })
-		fixMaxEnd(b, 0)
-	}
+	})
+	numbered.Wait()
+	inParallel(len(hosts), func(lo, hi int) {
+		for p := lo; p < hi; p++ {
+			for k := range x.busy[p] {
+				x.busy[p][k].lease = nums[x.busy[p][k].lease]
+			}
+			for k := range x.shared[p] {
+				x.shared[p][k].lease = nums[x.shared[p][k].lease]
+			}
+		}
+	})
 	return x
+}
+
+// inParallel runs f over [0, n) in about GOMAXPROCS parts: a build's passes over every
+// allocation or host, which a fresh server's first request waits for.
+func inParallel(n int, f func(lo, hi int)) {
+	parts := max(min(runtime.GOMAXPROCS(0), n/(1<<14)), 1)
+	var wg sync.WaitGroup
+	for k := range parts {
+		wg.Go(func() { f(n*k/parts, n*(k+1)/parts) })
+	}
+	wg.Wait()
 }
 
 // end is how the index stores a hold's or a request's end: moved on by the cleaning time.
