@@ -35,9 +35,10 @@ type gapRow struct {
 	maxLen int64     // the longest gap's length: rows with none long enough are skipped
 }
 
-// maxFreeTimes bounds how many filters keep a summary (each holds a gap per hold of its
-// hosts); the cache is reset when full, like the filter cache.
-const maxFreeTimes = 16
+// maxFreeTimes bounds how many filters keep a summary (each holds 16 bytes per hold of its
+// hosts: 42 MB for every host at 2.5 M allocations); the cache is reset when full, like
+// the filter cache.
+const maxFreeTimes = 8
 
 // maxJumps bounds the events a search visits on the summary (each costs about √gaps):
 // a search whose slots lie past more events than that goes on with the host-by-host
