@@ -3,6 +3,7 @@ package plan_test
 import (
 	"fmt"
 	"math/rand"
+	"sync"
 	"testing"
 	"time"
 
@@ -104,5 +105,39 @@ func summaryEqualsSweep(t *testing.T, clean time.Duration) {
 	}
 	if searches < 1000 {
 		t.Fatalf("only %d slots compared: the test exercises too little", searches)
+	}
+}
+
+// Concurrent searches on a fresh index (as under the manager's read lock) share one summary
+// per filter, built once, and each gets the sweep's slots.
+func TestEarliestSlotsConcurrentSearchesShareSummary(t *testing.T) {
+	book := workload.Generate(50, 300)
+	x := plan.NewIndex(book.Hosts, bookAllocations(book), plan.WithCleaning(time.Hour))
+	reqs := make([]plan.SlotRequest, 40)
+	for i := range reqs {
+		after := workload.T0.Add(time.Duration(i*37) * time.Hour)
+		reqs[i] = plan.SlotRequest{Count: 1 + i%12, Duration: time.Duration(1+i%50) * time.Hour, After: after,
+			Deadline: after.Add(900 * time.Hour), Limit: 3}
+	}
+	want := make([]string, len(reqs))
+	for i, r := range reqs {
+		r.Match = func(*climate.Host) bool { return true } // no key: the sweep
+		want[i] = fmt.Sprint(x.EarliestSlots(r))
+	}
+	errs := make(chan string, 4*len(reqs))
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for i, r := range reqs {
+				if got := fmt.Sprint(x.EarliestSlots(r)); got != want[i] {
+					errs <- fmt.Sprintf("search %d: summary %s, sweep %s", i, got, want[i])
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }
