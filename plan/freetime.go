@@ -53,8 +53,11 @@ func (g freeGap) length() int64 {
 	return g.to - g.from
 }
 
-// gapsOf appends host p's free gaps to out, in order.
+// gapsOf appends host p's free gaps to out, in order (a new slice for a nil out).
 func (x *Index) gapsOf(p int32, out []freeGap) []freeGap {
+	if out == nil {
+		out = make([]freeGap, 0, len(x.busy[p])+len(x.shared[p])+1)
+	}
 	from := int64(minTime)
 	for _, iv := range x.wholeBusy(p) {
 		if iv.start > from {
