@@ -99,13 +99,13 @@ func (f *freeTime) build(x *Index) {
 	}
 	slices.SortFunc(all, func(a, b freeGap) int { return cmp.Compare(a.from, b.from) })
 	f.rowSize = max(16, 2*int(math.Sqrt(float64(len(all)))))
-	for i := 0; i < len(all); i += f.rowSize {
-		j := min(i+f.rowSize, len(all))
-		f.rows = append(f.rows, newRow(all[i:j:j])) // capped: a row that grows moves out
-	}
-	if len(f.rows) == 0 {
-		f.rows = []gapRow{{lo: minTime}}
-	}
+	f.rows = make([]gapRow, max((len(all)+f.rowSize-1)/f.rowSize, 1))
+	inParallel(len(all), func(lo, hi int) { // each part sorts the rows that start in it
+		for i := (lo + f.rowSize - 1) / f.rowSize * f.rowSize; i < hi; i += f.rowSize {
+			j := min(i+f.rowSize, len(all))
+			f.rows[i/f.rowSize] = newRow(all[i:j:j]) // capped: a row that grows moves out
+		}
+	})
 	f.rows[0].lo = minTime
 	f.ready = true
 }
