@@ -82,7 +82,7 @@ func (x *Index) Cleaning() time.Duration { return time.Duration(x.clean) * time.
 // array (capped, so Apply's inserts reallocate rather than spill into the next host's);
 // and while one goroutine numbers the leases (one map), the intervals, holding their
 // allocation's position meanwhile, are sorted per host in parallel (only when out of
-// order: the store lists them in order).
+// order).
 func NewIndex(hosts []climate.Host, allocs []climate.Allocation, opts ...Option) *Index {
 	x := &Index{
 		hosts: hosts, pos: make(map[string]int32, len(hosts)), busy: make([][]interval, len(hosts)),
