@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"climate"
 	"climate/plan"
 	"climate/query"
 	"climate/workload"
@@ -62,5 +63,32 @@ func BenchmarkNewIndex(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		plan.NewIndex(book.Hosts, allocs)
+	}
+}
+
+// BenchmarkApply times applying one 10-host lease and removing it again (a commit's index
+// update), with and without the plain filter's earliest-slot summary to keep current.
+func BenchmarkApply(b *testing.B) {
+	book := workload.Generate(5000, 50000)
+	for _, summary := range []bool{false, true} {
+		x := plan.NewIndex(book.Hosts, bookAllocations(book))
+		w := workload.Windows(1)[0]
+		if summary {
+			x.EarliestSlots(plan.SlotRequest{Count: 10, Duration: time.Hour, After: w.Start, Deadline: w.Start.Add(24 * time.Hour), Limit: 1})
+		}
+		hosts, _, err := x.PlaceHosts(request(nil, w))
+		if err != nil {
+			b.Fatal(err)
+		}
+		var add []climate.Allocation
+		for _, h := range hosts {
+			add = append(add, climate.Allocation{LeaseID: "bench", ResourceID: h, Start: w.Start, End: w.End})
+		}
+		b.Run(fmt.Sprintf("summary=%v", summary), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				x.Apply(nil, add)
+				x.Apply(add, nil)
+			}
+		})
 	}
 }

@@ -1,6 +1,9 @@
 package plan
 
 import (
+	"cmp"
+	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -39,6 +42,9 @@ type Index struct {
 	matches   map[string]func(*climate.Host) bool
 	demand    []int32
 	noSparing bool
+	// free holds the free-time summaries earliest-slot searches use, by filter key
+	// (freetime.go).
+	free map[string]*freeTime
 }
 
 type interval struct {
@@ -71,11 +77,16 @@ func WithCleaning(d time.Duration) Option {
 func (x *Index) Cleaning() time.Duration { return time.Duration(x.clean) * time.Microsecond }
 
 // NewIndex builds an index from the inventory and the allocations that may still matter.
+// It is a bulk build, which a fresh server's first request waits for: the allocations'
+// hosts are resolved in parallel; every host's intervals get one slice of a shared backing
+// array (capped, so Apply's inserts reallocate rather than spill into the next host's);
+// and while one goroutine numbers the leases (one map), the intervals, holding their
+// allocation's position meanwhile, are sorted per host in parallel (only when out of
+// order).
 func NewIndex(hosts []climate.Host, allocs []climate.Allocation, opts ...Option) *Index {
 	x := &Index{
 		hosts: hosts, pos: make(map[string]int32, len(hosts)), busy: make([][]interval, len(hosts)),
-		shared: make([][]use, len(hosts)), leases: map[string]int32{}, filters: map[string][]int32{},
-		matches: map[string]func(*climate.Host) bool{},
+		shared: make([][]use, len(hosts)), filters: map[string][]int32{}, matches: map[string]func(*climate.Host) bool{},
 	}
 	for _, o := range opts {
 		o(x)
@@ -83,21 +94,91 @@ func NewIndex(hosts []climate.Host, allocs []climate.Allocation, opts ...Option)
 	for i := range hosts {
 		x.pos[hosts[i].ID] = int32(i)
 	}
-	for _, a := range allocs {
-		if p, ok := x.pos[a.ResourceID]; ok && a.Shared() {
-			x.shared[p] = append(x.shared[p], use{start: a.Start.UnixMicro(), end: x.end(a.End), lease: x.leaseNum(a.LeaseID), size: a.Size.Times(a.Slots), soft: a.Preemptible})
-		} else if ok {
-			x.busy[p] = append(x.busy[p], interval{a.Start.UnixMicro(), x.end(a.End), x.leaseNum(a.LeaseID), a.Preemptible})
+	where := make([]int32, len(allocs)) // host position, or -1 for another resource's
+	inParallel(len(allocs), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			if p, ok := x.pos[allocs[i].ResourceID]; ok {
+				where[i] = p
+			} else {
+				where[i] = -1
+			}
+		}
+	})
+	counts := make([]int32, len(hosts))
+	ours, whole := 0, 0
+	for i, p := range where {
+		if p >= 0 {
+			ours++
+			if !allocs[i].Shared() {
+				counts[p]++
+				whole++
+			}
 		}
 	}
-	for _, b := range x.busy {
-		sort.Slice(b, func(i, j int) bool { return b[i].start < b[j].start })
+	x.leases = make(map[string]int32, ours/2) // a guess that spares most rehashing
+	nums := make([]int32, len(allocs))
+	var numbered sync.WaitGroup
+	numbered.Go(func() {
+		last, n := "", int32(0) // a lease's allocations mostly come together
+		for i, p := range where {
+			if id := allocs[i].LeaseID; p >= 0 && (id != last || n == 0) {
+				last, n = id, x.leaseNum(id)
+			}
+			nums[i] = n
+		}
+	})
+	backing := make([]interval, whole)
+	off := 0
+	for p, n := range counts {
+		x.busy[p] = backing[off : off : off+int(n)]
+		off += int(n)
 	}
-	for _, b := range x.shared {
-		sort.Slice(b, func(i, j int) bool { return b[i].start < b[j].start })
-		fixMaxEnd(b, 0)
+	for i, p := range where {
+		if p < 0 {
+			continue
+		}
+		a := &allocs[i]
+		if a.Shared() {
+			x.shared[p] = append(x.shared[p], use{start: a.Start.UnixMicro(), end: x.end(a.End), lease: int32(i), size: a.Size.Times(a.Slots), soft: a.Preemptible})
+		} else {
+			x.busy[p] = append(x.busy[p], interval{a.Start.UnixMicro(), x.end(a.End), int32(i), a.Preemptible})
+		}
 	}
+	byStart := func(a, b interval) int { return cmp.Compare(a.start, b.start) }
+	inParallel(len(hosts), func(lo, hi int) {
+		for p := lo; p < hi; p++ {
+			if b := x.busy[p]; !slices.IsSortedFunc(b, byStart) {
+				slices.SortFunc(b, byStart)
+			}
+			if b := x.shared[p]; len(b) > 0 {
+				slices.SortFunc(b, func(a, b use) int { return cmp.Compare(a.start, b.start) })
+				fixMaxEnd(b, 0)
+			}
+		}
+	})
+	numbered.Wait()
+	inParallel(len(hosts), func(lo, hi int) {
+		for p := lo; p < hi; p++ {
+			for k := range x.busy[p] {
+				x.busy[p][k].lease = nums[x.busy[p][k].lease]
+			}
+			for k := range x.shared[p] {
+				x.shared[p][k].lease = nums[x.shared[p][k].lease]
+			}
+		}
+	})
 	return x
+}
+
+// inParallel runs f over [0, n) in about GOMAXPROCS parts: a build's passes over every
+// allocation or host, which a fresh server's first request waits for.
+func inParallel(n int, f func(lo, hi int)) {
+	parts := max(min(runtime.GOMAXPROCS(0), n/(1<<14)), 1)
+	var wg sync.WaitGroup
+	for k := range parts {
+		wg.Go(func() { f(n*k/parts, n*(k+1)/parts) })
+	}
+	wg.Wait()
 }
 
 // end is how the index stores a hold's or a request's end: moved on by the cleaning time.
@@ -128,6 +209,15 @@ func (x *Index) Allocations() int {
 // Apply updates the index with a committed change: remove are allocations that no longer
 // exist (or changed), add are the new ones. Callers must exclude concurrent readers.
 func (x *Index) Apply(remove, add []climate.Allocation) {
+	var touched []int32
+	for _, list := range [][]climate.Allocation{remove, add} {
+		for i := range list {
+			if p, ok := x.pos[list[i].ResourceID]; ok {
+				touched = append(touched, p)
+			}
+		}
+	}
+	defer x.updateFreeTimes(x.freeGaps(touched))
 	for _, a := range remove {
 		p, ok := x.pos[a.ResourceID]
 		if !ok {
@@ -228,24 +318,23 @@ const (
 // candidates returns the positions of reservable hosts matching the request's filter,
 // evaluating the filter once per host per inventory revision and caching by FilterKey.
 func (x *Index) candidates(r *HostRequest) []int32 {
-	key := r.FilterKey
-	if r.Match == nil {
-		key = ""
+	key := r.filterKey()
+	if r.cached() { // a filter without a key must not find the unfiltered hosts under ""
+		x.mu.Lock()
+		c, ok := x.filters[key]
+		x.mu.Unlock()
+		if ok {
+			return c
+		}
 	}
-	x.mu.Lock()
-	c, ok := x.filters[key]
-	x.mu.Unlock()
-	if ok {
-		return c
-	}
-	c = make([]int32, 0, len(x.hosts))
+	c := make([]int32, 0, len(x.hosts))
 	for i := range x.hosts {
 		h := &x.hosts[i]
 		if h.Reservable && (r.Match == nil || r.Match(h)) {
 			c = append(c, int32(i))
 		}
 	}
-	if key != "" || r.Match == nil {
+	if r.cached() {
 		x.mu.Lock()
 		if len(x.filters) >= maxCachedFilters {
 			x.filters = map[string][]int32{}
@@ -256,6 +345,17 @@ func (x *Index) candidates(r *HostRequest) []int32 {
 	}
 	return c
 }
+
+// filterKey is the key r's candidates are cached under: none for no filter.
+func (r *HostRequest) filterKey() string {
+	if r.Match == nil {
+		return ""
+	}
+	return r.FilterKey
+}
+
+// cached reports whether r's candidates are cached: a filter without a key is not.
+func (r *HostRequest) cached() bool { return r.Match == nil || r.FilterKey != "" }
 
 // unreservable counts hosts marked not reservable (for explanations only).
 func (x *Index) unreservable() int {

@@ -275,3 +275,19 @@ func timelineEqualsBruteForce(t *testing.T, clean time.Duration) {
 		}
 	}
 }
+
+// A filter without a key is evaluated afresh, not answered from the unfiltered hosts,
+// which the cache keeps under the empty key.
+func TestFilterWithoutKeyIsNotTheUnfilteredCache(t *testing.T) {
+	book := workload.Generate(100, 1000)
+	x := plan.NewIndex(book.Hosts, bookAllocations(book))
+	w := workload.Windows(1)[0]
+	all := x.FreeHosts(plan.HostRequest{Window: plan.Window{Start: w.Start, End: w.End}})
+	q := filtered(t)
+	r := plan.HostRequest{Window: plan.Window{Start: w.Start, End: w.End}, Match: func(h *climate.Host) bool { return q.Match(h.Property) }}
+	got := x.FreeHosts(r)
+	want := bruteFree(book, bookAllocations(book), q, w, "")
+	if strings.Join(got, ",") != strings.Join(want, ",") || len(got) == len(all) {
+		t.Fatalf("filter without a key: %d free hosts, want %d (of %d unfiltered)", len(got), len(want), len(all))
+	}
+}

@@ -47,10 +47,11 @@ type Slot struct {
 // EarliestSlots returns up to r.Limit windows, earliest first, in which at least r.Count
 // matching hosts are free for r.Duration. Candidate starts are r.After and the ends of
 // existing bookings; each host contributes the starts from which it stays free for the
-// duration, and a sweep over those intervals (merged lazily across hosts with a heap)
-// stops at the first starts where enough hosts overlap. With a cleaning time a host must
-// stay free for it after the window too (bookings' ends are already padded), though the
-// window itself, not its cleaning, must end by the deadline.
+// duration, and a sweep over those intervals stops at the first starts where enough hosts
+// overlap. With a cleaning time a host must stay free for it after the window too
+// (bookings' ends are already padded), though the window itself, not its cleaning, must
+// end by the deadline. A cached filter's search visits those events on the filter's
+// free-time summary (freetime.go) instead of every host, for its first maxJumps events.
 func (x *Index) EarliestSlots(r SlotRequest) []Slot {
 	after, deadline := r.After.UnixMicro(), r.Deadline.UnixMicro()
 	length := r.Duration.Microseconds()
@@ -59,10 +60,30 @@ func (x *Index) EarliestSlots(r SlotRequest) []Slot {
 		return nil
 	}
 	length += x.clean
-	cands := x.candidates(&HostRequest{Match: r.Match, FilterKey: r.FilterKey})
+	hr := HostRequest{Match: r.Match, FilterKey: r.FilterKey}
+	cands := x.candidates(&hr)
 	if r.Count > len(cands) {
 		return nil // never enough, whatever the window: no sweep over every booking
 	}
+	slot := func(t int64, free int) Slot {
+		start := time.UnixMicro(t).UTC()
+		return Slot{Start: start, End: start.Add(r.Duration), Free: free}
+	}
+	var out []Slot
+	if f := x.freeTimeFor(hr.filterKey(), hr.cached(), cands); f != nil {
+		out, after = f.earliest(r.Count, r.Limit, after, last, length, slot)
+		if len(out) == r.Limit || after > last {
+			return out
+		}
+	}
+	// From an event of the search, the sweep sees the same events after it and the same
+	// hosts free at it (those free from before open there).
+	return append(out, sweepSlots(x, cands, r.Count, r.Limit-len(out), after, last, length, slot)...)
+}
+
+// sweepSlots is EarliestSlots host by host: each candidate's feasible starts, merged
+// lazily across hosts with a heap.
+func sweepSlots(x *Index, cands []int32, count, limit int, after, last, length int64, slot func(int64, int) Slot) []Slot {
 	var h slotHeap
 	for _, p := range cands {
 		it := &goodStarts{busy: x.wholeBusy(p), length: length, last: last, cur: after}
@@ -73,28 +94,27 @@ func (x *Index) EarliestSlots(r SlotRequest) []Slot {
 	}
 	heap.Init(&h)
 	var out []Slot
-	count := 0
-	for len(h) > 0 && len(out) < r.Limit {
+	n := 0
+	for len(h) > 0 && len(out) < limit {
 		t := h[0].at()
 		// Apply every event at t: ends (exclusive) and starts alike.
 		for len(h) > 0 && h[0].at() == t {
 			it := h[0]
 			if it.open {
-				count--
+				n--
 				if it.next() {
 					heap.Fix(&h, 0)
 				} else {
 					heap.Pop(&h)
 				}
 			} else {
-				count++
+				n++
 				it.open = true
 				heap.Fix(&h, 0)
 			}
 		}
-		if count >= r.Count {
-			start := time.UnixMicro(t).UTC()
-			out = append(out, Slot{Start: start, End: start.Add(r.Duration), Free: count})
+		if n >= count {
+			out = append(out, slot(t, n))
 		}
 	}
 	return out

@@ -82,7 +82,7 @@ func TestBenchPlanJSONMatchesBruteForce(t *testing.T) {
 		t.Fatalf("%d scales, want 2", len(scales))
 	}
 	sc := scales[0].(map[string]any)
-	for _, k := range []string{"hosts", "leases", "allocations", "generate_seconds", "index_build_ms", "index_bytes_per_allocation", "requests", "earliest_slots"} {
+	for _, k := range []string{"hosts", "leases", "allocations", "generate_seconds", "index_build_ms", "index_bytes_per_allocation", "earliest_summary_build_ms", "requests", "earliest_slots"} {
 		if _, ok := sc[k]; !ok {
 			t.Errorf("scale: missing %q", k)
 		}
@@ -114,8 +114,11 @@ func TestBenchPlanJSONMatchesBruteForce(t *testing.T) {
 		if s.Hosts != want.hosts || s.Leases != want.leases || s.Allocations != book.Allocations() {
 			t.Errorf("scale %d: %d hosts, %d leases, %d allocations; want %v with %d allocations", i, s.Hosts, s.Leases, s.Allocations, want, book.Allocations())
 		}
-		if s.IndexBuildMS <= 0 || s.IndexBytesPerAllocation <= 0 {
-			t.Errorf("scale %v: index build %v ms, %v bytes/allocation; want positive", want, s.IndexBuildMS, s.IndexBytesPerAllocation)
+		if s.IndexBuildMS <= 0 || s.IndexBytesPerAllocation <= 0 || s.SummaryBuildMS <= 0 {
+			t.Errorf("scale %v: index build %v ms, %v bytes/allocation, summary build %v ms; want positive", want, s.IndexBuildMS, s.IndexBytesPerAllocation, s.SummaryBuildMS)
+		}
+		if _, err := os.Stat("/proc/self/status"); err == nil && s.IndexRSSMiBPerMillion == nil {
+			t.Errorf("scale %v: no RSS per 1,000,000 allocations, though /proc is there", want)
 		}
 		if len(s.Requests) != 2 || s.Requests[0].Kind != "plain" || s.Requests[1].Kind != "filtered" {
 			t.Fatalf("scale %v: requests %+v", want, s.Requests)
