@@ -44,6 +44,14 @@ func (m *Manager) view(ctx context.Context, fn func(*resource.View) error) error
 	return fn(m.avail)
 }
 
+// Warm builds the availability index now (a server calls it at start, so the first
+// request does not wait for it), and reports how long that took.
+func (m *Manager) Warm(ctx context.Context) (time.Duration, error) {
+	start := time.Now()
+	err := m.view(ctx, func(*resource.View) error { return nil })
+	return time.Since(start), err
+}
+
 // refresh brings the view to (at least) the given revisions, unless another request already
 // did: when only allocations moved, by applying the store's allocation log to the index,
 // otherwise (or when the store cannot say what changed) by a rebuild. It holds commitMu, so

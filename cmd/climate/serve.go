@@ -506,6 +506,7 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 	errc := make(chan error, 3)
 	wg.Add(1)
 	go func() { defer wg.Done(); mgr.RunRetries(ctx) }()
+
 	mgr.WakeRetries() // leases left waiting by an earlier run
 	if runEngine {
 		wg.Add(2)
@@ -529,6 +530,13 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 		tlsConfig, err := serverTLS(o.tlsCert, o.tlsKey)
 		if err != nil {
 			return err
+		}
+		// The availability index is built before the server listens, so no request waits
+		// for it (a failure is not fatal: the first request builds it then).
+		if took, err := mgr.Warm(ctx); err != nil {
+			log.Warn("building the availability index at start failed; the first request builds it", "err", err)
+		} else {
+			log.Info("availability index built", "took", took.Round(time.Millisecond))
 		}
 		ln, err := net.Listen("tcp", o.listen)
 		if err != nil {
