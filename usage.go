@@ -117,10 +117,10 @@ type UsageFilter struct {
 	OpenOnly bool
 	// From and To, when non-zero, keep records whose reserved window overlaps [From, To).
 	From, To time.Time
-	// AfterReservation and AfterAllocation keep the records after this one in list
-	// order (a keyset position); Limit bounds the count (0: no bound).
-	AfterReservation, AfterAllocation string
-	Limit                             int
+	// AfterLease, AfterReservation and AfterAllocation keep the records after this one
+	// in list order (a keyset position); Limit bounds the count (0: no bound).
+	AfterLease, AfterReservation, AfterAllocation string
+	Limit                                         int
 }
 
 // ProjectLimits are an operator's limits on one project (nil fields: no limit). They are
@@ -185,10 +185,10 @@ func (p Prices) Multiplier(h *Host) float64 {
 // UsageStore is the part of a Tx that keeps usage records, project limits and what each
 // project's budget was charged.
 type UsageStore interface {
-	// ListUsage returns the records matching f, ordered by reservation id, then
-	// allocation id (a reservation's records together).
+	// ListUsage returns the records matching f, ordered by lease id, reservation id, then
+	// allocation id (a lease's, and a reservation's, records together).
 	ListUsage(ctx context.Context, f UsageFilter) ([]UsageRecord, error)
-	// PutUsage inserts or replaces records by allocation id.
+	// PutUsage inserts or replaces records by lease, reservation and allocation id.
 	PutUsage(ctx context.Context, rs []UsageRecord) error
 	// ChargeProject adds delta to project's totals and returns the new totals. In
 	// PostgreSQL the row stays locked until the transaction ends, so concurrent chargers

@@ -52,8 +52,8 @@ func (m *Manager) ListUsage(ctx context.Context, who climate.Identity, q climate
 			}
 			addRecord(cur, u, q.From, q.To, now)
 		}
-		last := len(rs) < usageBatch
-		if last && cur != nil {
+		done := len(rs) < usageBatch
+		if done && cur != nil {
 			out = append(out, *cur)
 		}
 		if len(out) > 0 {
@@ -61,10 +61,11 @@ func (m *Manager) ListUsage(ctx context.Context, who climate.Identity, q climate
 				return err
 			}
 		}
-		if last {
+		if done {
 			return nil
 		}
-		f.AfterReservation, f.AfterAllocation = rs[len(rs)-1].ReservationID, rs[len(rs)-1].AllocationID
+		last := rs[len(rs)-1]
+		f.AfterLease, f.AfterReservation, f.AfterAllocation = last.LeaseID, last.ReservationID, last.AllocationID
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 const usageColumns = `allocation_id, reservation_id, lease_id, lease_name, project_id, resource_type, resource_id, class, units,
 	start_at, end_at, held_from, held_until, rate, cost, closed, created_at, updated_at`
 
-// ListUsage returns the usage records matching f, by reservation, then allocation.
+// ListUsage returns the usage records matching f, by lease, reservation, then allocation.
 func (t *tx) ListUsage(ctx context.Context, f climate.UsageFilter) ([]climate.UsageRecord, error) {
 	var where []string
 	var args []any
@@ -45,14 +45,14 @@ func (t *tx) ListUsage(ctx context.Context, f climate.UsageFilter) ([]climate.Us
 	if !f.To.IsZero() {
 		add(`start_at < $%d`, ts(f.To))
 	}
-	if f.AfterReservation != "" || f.AfterAllocation != "" {
-		add(`(reservation_id, allocation_id) > ($%d, $%d)`, f.AfterReservation, f.AfterAllocation)
+	if f.AfterLease != "" || f.AfterReservation != "" || f.AfterAllocation != "" {
+		add(`(lease_id, reservation_id, allocation_id) > ($%d, $%d, $%d)`, f.AfterLease, f.AfterReservation, f.AfterAllocation)
 	}
 	q := `SELECT ` + usageColumns + ` FROM usage_records`
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, ` AND `)
 	}
-	q += ` ORDER BY reservation_id, allocation_id`
+	q += ` ORDER BY lease_id, reservation_id, allocation_id`
 	if f.Limit > 0 {
 		args = append(args, f.Limit)
 		q += fmt.Sprintf(` LIMIT $%d`, len(args))
@@ -86,7 +86,7 @@ func (t *tx) PutUsage(ctx context.Context, rs []climate.UsageRecord) error {
 	for _, u := range rs {
 		b.Queue(`INSERT INTO usage_records (`+usageColumns+`)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
-			ON CONFLICT (allocation_id) DO UPDATE SET lease_name = excluded.lease_name, start_at = excluded.start_at,
+			ON CONFLICT (lease_id, reservation_id, allocation_id) DO UPDATE SET lease_name = excluded.lease_name, start_at = excluded.start_at,
 				end_at = excluded.end_at, held_from = excluded.held_from, held_until = excluded.held_until, rate = excluded.rate,
 				cost = excluded.cost, closed = excluded.closed, updated_at = excluded.updated_at`,
 			u.AllocationID, u.ReservationID, u.LeaseID, u.LeaseName, u.ProjectID, u.ResourceType, u.ResourceID, u.Class, u.Units,

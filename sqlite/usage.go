@@ -11,7 +11,7 @@ import (
 const usageColumns = `allocation_id, reservation_id, lease_id, lease_name, project_id, resource_type, resource_id, class, units,
 	start_at, end_at, held_from, held_until, rate, cost, closed, created_at, updated_at`
 
-// ListUsage returns the usage records matching f, by reservation, then allocation.
+// ListUsage returns the usage records matching f, by lease, reservation, then allocation.
 func (t *tx) ListUsage(ctx context.Context, f climate.UsageFilter) ([]climate.UsageRecord, error) {
 	var where []string
 	var args []any
@@ -37,14 +37,14 @@ func (t *tx) ListUsage(ctx context.Context, f climate.UsageFilter) ([]climate.Us
 	if !f.To.IsZero() {
 		add(`start_at < ?`, micros(f.To))
 	}
-	if f.AfterReservation != "" || f.AfterAllocation != "" {
-		add(`(reservation_id, allocation_id) > (?, ?)`, f.AfterReservation, f.AfterAllocation)
+	if f.AfterLease != "" || f.AfterReservation != "" || f.AfterAllocation != "" {
+		add(`(lease_id, reservation_id, allocation_id) > (?, ?, ?)`, f.AfterLease, f.AfterReservation, f.AfterAllocation)
 	}
 	q := `SELECT ` + usageColumns + ` FROM usage_records`
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, ` AND `)
 	}
-	q += ` ORDER BY reservation_id, allocation_id`
+	q += ` ORDER BY lease_id, reservation_id, allocation_id`
 	if f.Limit > 0 {
 		q += ` LIMIT ?`
 		args = append(args, f.Limit)

@@ -9,7 +9,7 @@ import (
 )
 
 // testUsage: usage records round-trip (held times NULL or set), are replaced by
-// allocation id, list by reservation then allocation and filter by project, lease,
+// allocation, list by lease, reservation then allocation and filter by project, lease,
 // openness and window, page by keyset; charges add up per project; limits round-trip.
 func testUsage(t *testing.T, s climate.Store) {
 	rec := func(res, alloc, lease, project string, start time.Duration, closed bool) climate.UsageRecord {
@@ -59,7 +59,7 @@ func testUsage(t *testing.T, s climate.Store) {
 		{climate.UsageFilter{ProjectID: "p1", OpenOnly: true}, []string{"a2", "a3"}},
 		{climate.UsageFilter{From: now.Add(time.Hour)}, []string{"a3"}},
 		{climate.UsageFilter{To: now.Add(2 * time.Hour)}, []string{"a1", "a2", "a4"}},
-		{climate.UsageFilter{AfterReservation: "r1", AfterAllocation: "a1", Limit: 2}, []string{"a2", "a3"}},
+		{climate.UsageFilter{AfterLease: "l1", AfterReservation: "r1", AfterAllocation: "a1", Limit: 2}, []string{"a2", "a3"}},
 	} {
 		if got := ids(list(c.f)); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%+v: %v, want %v", c.f, got, c.want)

@@ -3,9 +3,9 @@
 -- transactions that change the lease and kept after the lease is deleted. held_from and
 -- held_until are NULL while not yet set.
 CREATE TABLE usage_records (
-    allocation_id  text COLLATE "C" PRIMARY KEY,
-    reservation_id text COLLATE "C" NOT NULL,
     lease_id       text COLLATE "C" NOT NULL,
+    reservation_id text COLLATE "C" NOT NULL,
+    allocation_id  text COLLATE "C" NOT NULL,
     lease_name     text NOT NULL,
     project_id     text COLLATE "C" NOT NULL,
     resource_type  text NOT NULL,
@@ -20,12 +20,12 @@ CREATE TABLE usage_records (
     cost           double precision NOT NULL,
     closed         boolean NOT NULL,
     created_at     timestamptz NOT NULL,
-    updated_at     timestamptz NOT NULL
+    updated_at     timestamptz NOT NULL,
+    -- A lease's records together (its writes read them), a reservation's together (the
+    -- listing sums them); one more index, for projects: little added to each lease write.
+    PRIMARY KEY (lease_id, reservation_id, allocation_id)
 );
-CREATE INDEX usage_records_lease ON usage_records (lease_id);
-CREATE INDEX usage_records_order ON usage_records (reservation_id, allocation_id);
-CREATE INDEX usage_records_project ON usage_records (project_id, reservation_id, allocation_id);
-CREATE INDEX usage_records_open ON usage_records (project_id, end_at) WHERE NOT closed;
+CREATE INDEX usage_records_project ON usage_records (project_id, lease_id, reservation_id, allocation_id);
 
 -- An operator's limits on a project: one JSON document (climate.EncodeLimits).
 CREATE TABLE project_limits (
