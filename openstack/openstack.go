@@ -1,0 +1,474 @@
+package openstack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/aggregates"
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
+
+	"climate"
+)
+
+// Blazar's defaults ([nova] aggregate_freepool_name, blazar_owner; [physical:host]
+// blazar_az_prefix; the 10 minutes it waits for servers to go).
+const (
+	DefaultFreepool      = "freepool"
+	DefaultAZPrefix      = "blazar_"
+	OwnerKey             = "blazar:owner"
+	DefaultDeleteTimeout = 10 * time.Minute
+	DefaultAttempts      = 5
+	DefaultBackoff       = time.Second
+	DefaultPollInterval  = time.Second
+)
+
+// Config configures a Driver.
+type Config struct {
+	// Compute is Nova's API, authenticated as a user allowed to manage aggregates and
+	// every project's servers (admin).
+	Compute *gophercloud.ServiceClient
+	// Store names the hosts of a lease (their Nova service name).
+	Store climate.Store
+	// Freepool is the aggregate of free hosts (DefaultFreepool).
+	Freepool string
+	// AZPrefix prefixes a reservation's availability zone (DefaultAZPrefix).
+	AZPrefix string
+	// DeleteTimeout bounds the wait for a reservation's servers to be deleted at its end.
+	DeleteTimeout time.Duration
+	// PollInterval is how often that wait asks Nova.
+	PollInterval time.Duration
+	// Attempts and Backoff retry a call that may succeed later: Backoff before the second
+	// attempt, doubled before each later one (at most 30 s).
+	Attempts int
+	Backoff  time.Duration
+	Logger   *slog.Logger
+}
+
+// Driver carries out lease events in Nova (the engine's Actions).
+type Driver struct{ cfg Config }
+
+// New returns a driver with cfg's zero fields set to their defaults.
+func New(cfg Config) *Driver {
+	if cfg.Freepool == "" {
+		cfg.Freepool = DefaultFreepool
+	}
+	if cfg.AZPrefix == "" {
+		cfg.AZPrefix = DefaultAZPrefix
+	}
+	if cfg.DeleteTimeout <= 0 {
+		cfg.DeleteTimeout = DefaultDeleteTimeout
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = DefaultPollInterval
+	}
+	if cfg.Attempts < 1 {
+		cfg.Attempts = DefaultAttempts
+	}
+	if cfg.Backoff <= 0 {
+		cfg.Backoff = DefaultBackoff
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Driver{cfg: cfg}
+}
+
+// OnStart moves each host reservation's hosts from the freepool into its aggregate.
+func (d *Driver) OnStart(ctx context.Context, l *climate.Lease) error {
+	return d.each(ctx, l, d.start)
+}
+
+// OnEnd deletes the servers on each host reservation's hosts, waits for them to go, and
+// gives the hosts back to the freepool.
+func (d *Driver) OnEnd(ctx context.Context, l *climate.Lease) error {
+	return d.each(ctx, l, func(ctx context.Context, l *climate.Lease, r *climate.Reservation, _ []string) error {
+		return d.release(ctx, r.ID, true)
+	})
+}
+
+// BeforeEnd snapshots the servers of each host reservation whose before_end action is
+// "snapshot", as Blazar does ("default" is Blazar's default, which does nothing).
+func (d *Driver) BeforeEnd(ctx context.Context, l *climate.Lease) error {
+	return d.each(ctx, l, func(ctx context.Context, l *climate.Lease, r *climate.Reservation, _ []string) error {
+		if r.BeforeEnd != "snapshot" {
+			return nil
+		}
+		return d.snapshot(ctx, r.ID)
+	})
+}
+
+// each runs act on every physical:host reservation of l, with its hosts' Nova names.
+func (d *Driver) each(ctx context.Context, l *climate.Lease, act func(context.Context, *climate.Lease, *climate.Reservation, []string) error) error {
+	for i := range l.Reservations {
+		r := &l.Reservations[i]
+		if r.ResourceType != climate.ResourceTypeHost {
+			continue
+		}
+		hosts, err := d.hostNames(ctx, r)
+		if err != nil {
+			return fmt.Errorf("reservation %s: reading its hosts: %w", r.ID, err)
+		}
+		if err := act(ctx, l, r, hosts); err != nil {
+			return fmt.Errorf("reservation %s: %w", r.ID, err)
+		}
+	}
+	return nil
+}
+
+// hostNames returns the Nova service names of r's hosts (as Blazar, which names hosts
+// to aggregates by service_name), sorted.
+func (d *Driver) hostNames(ctx context.Context, r *climate.Reservation) ([]string, error) {
+	ids := map[string]bool{}
+	for _, a := range r.Allocations {
+		ids[a.ResourceID] = true
+	}
+	var names []string
+	err := d.cfg.Store.View(ctx, func(tx climate.Tx) error {
+		names = names[:0]
+		for id := range ids {
+			h, err := tx.GetHost(ctx, id)
+			if err != nil {
+				return fmt.Errorf("host %s: %w", id, err)
+			}
+			name := h.ServiceName
+			if name == "" {
+				name = h.HypervisorHostname
+			}
+			names = append(names, name)
+		}
+		return nil
+	})
+	sort.Strings(names)
+	return names, err
+}
+
+// start makes r's aggregate and moves hosts into it; on failure it gives back what it
+// moved, as Blazar does.
+func (d *Driver) start(ctx context.Context, l *climate.Lease, r *climate.Reservation, hosts []string) error {
+	agg, err := d.ensureAggregate(ctx, r.ID, l.ProjectID)
+	if err != nil {
+		return err
+	}
+	if err := d.moveIn(ctx, agg, hosts); err != nil {
+		if rerr := d.release(ctx, r.ID, false); rerr != nil {
+			d.cfg.Logger.Error("openstack: giving back the hosts of a failed start failed", "reservation", r.ID, "err", rerr)
+		}
+		return err
+	}
+	return nil
+}
+
+// ensureAggregate returns the reservation's aggregate, made (with Blazar's name,
+// availability zone and owner) unless it exists.
+func (d *Driver) ensureAggregate(ctx context.Context, rid, project string) (*aggregates.Aggregate, error) {
+	agg, err := d.findAggregate(ctx, rid)
+	if err != nil {
+		return nil, err
+	}
+	if agg == nil {
+		err = d.retry(ctx, "create aggregate "+rid, func(ctx context.Context) error {
+			a, err := aggregates.Create(ctx, d.cfg.Compute, aggregates.CreateOpts{Name: rid, AvailabilityZone: d.cfg.AZPrefix + rid}).Extract()
+			if gophercloud.ResponseCodeIs(err, 409) {
+				// Made by an attempt whose answer was lost: use it.
+				if a, err = d.findAggregate(ctx, rid); err == nil && a == nil {
+					err = fmt.Errorf("Nova says aggregate %s exists but does not list it", rid)
+				}
+			}
+			agg = a
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if agg.Metadata[OwnerKey] != project {
+		err = d.retry(ctx, "set the owner of aggregate "+rid, func(ctx context.Context) error {
+			a, err := aggregates.SetMetadata(ctx, d.cfg.Compute, agg.ID, aggregates.SetMetadataOpts{Metadata: map[string]any{OwnerKey: project}}).Extract()
+			if err == nil {
+				agg = a
+			}
+			return err
+		})
+	}
+	return agg, err
+}
+
+// moveIn adds each host to agg and then takes it out of the freepool. A host in neither
+// is refused (Blazar's HostNotInFreePool). Servers on a host still in the freepool are
+// deleted first, as Blazar terminates preemptible instances there.
+func (d *Driver) moveIn(ctx context.Context, agg *aggregates.Aggregate, hosts []string) error {
+	free, err := d.freepool(ctx)
+	if err != nil {
+		return err
+	}
+	for _, h := range hosts {
+		inFree, inAgg := slices.Contains(free.Hosts, h), slices.Contains(agg.Hosts, h)
+		if !inAgg {
+			if !inFree {
+				return fmt.Errorf("host %s is not in the freepool aggregate %q (add it there when registering it, as Blazar does)", h, d.cfg.Freepool)
+			}
+			servers, err := d.servers(ctx, []string{h})
+			if err != nil {
+				return err
+			}
+			if err := d.deleteServers(ctx, servers); err != nil {
+				return err
+			}
+			if err := d.hostAction(ctx, agg, h, true); err != nil {
+				return err
+			}
+		}
+		if inFree {
+			if err := d.hostAction(ctx, free, h, false); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// release gives the hosts of reservation rid's aggregate back to the freepool and
+// deletes the aggregate; with deleteServers, it deletes their servers first and waits
+// for them to go (Blazar's on_end). A missing aggregate means it is done already.
+func (d *Driver) release(ctx context.Context, rid string, deleteServers bool) error {
+	agg, err := d.findAggregate(ctx, rid)
+	if err != nil || agg == nil {
+		return err
+	}
+	if deleteServers && len(agg.Hosts) > 0 {
+		if err := d.clearHosts(ctx, agg.Hosts); err != nil {
+			return err
+		}
+	}
+	if len(agg.Hosts) > 0 {
+		free, err := d.freepool(ctx)
+		if err != nil {
+			return err
+		}
+		for _, h := range slices.Clone(agg.Hosts) {
+			if !slices.Contains(free.Hosts, h) {
+				if err := d.hostAction(ctx, free, h, true); err != nil {
+					return err
+				}
+			}
+			if err := d.hostAction(ctx, agg, h, false); err != nil {
+				return err
+			}
+		}
+	}
+	return d.retry(ctx, "delete aggregate "+rid, func(ctx context.Context) error {
+		err := aggregates.Delete(ctx, d.cfg.Compute, agg.ID).ExtractErr()
+		if gophercloud.ResponseCodeIs(err, 404) {
+			return nil
+		}
+		return err
+	})
+}
+
+// clearHosts deletes every server on hosts (all projects) and waits until none is left,
+// for at most DeleteTimeout.
+func (d *Driver) clearHosts(ctx context.Context, hosts []string) error {
+	deadline := time.Now().Add(d.cfg.DeleteTimeout)
+	deleted := map[string]bool{}
+	for {
+		left, err := d.servers(ctx, hosts)
+		if err != nil {
+			return err
+		}
+		if len(left) == 0 {
+			return nil
+		}
+		var fresh []servers.Server
+		for _, s := range left {
+			if !deleted[s.ID] {
+				fresh = append(fresh, s)
+				deleted[s.ID] = true
+			}
+		}
+		if err := d.deleteServers(ctx, fresh); err != nil {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("servers %s on hosts %s were not deleted within %s", serverIDs(left), strings.Join(hosts, ", "), d.cfg.DeleteTimeout)
+		}
+		if err := sleep(ctx, d.cfg.PollInterval); err != nil {
+			return err
+		}
+	}
+}
+
+// servers lists the servers on hosts, of every project.
+func (d *Driver) servers(ctx context.Context, hosts []string) ([]servers.Server, error) {
+	var out []servers.Server
+	for _, h := range hosts {
+		err := d.retry(ctx, "list the servers on host "+h, func(ctx context.Context) error {
+			pages, err := servers.List(d.cfg.Compute, servers.ListOpts{Host: h, AllTenants: true}).AllPages(ctx)
+			if err != nil {
+				return err
+			}
+			list, err := servers.ExtractServers(pages)
+			out = append(out, list...)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (d *Driver) deleteServers(ctx context.Context, list []servers.Server) error {
+	for _, s := range list {
+		err := d.retry(ctx, "delete server "+s.ID, func(ctx context.Context) error {
+			err := servers.Delete(ctx, d.cfg.Compute, s.ID).ExtractErr()
+			if gophercloud.ResponseCodeIs(err, 404) {
+				return nil // gone meanwhile
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		d.cfg.Logger.Info("openstack: deleted server", "server", s.ID, "host", s.Host, "project", s.TenantID)
+	}
+	return nil
+}
+
+// snapshot asks Nova for an image of each server on rid's hosts (Blazar's names).
+func (d *Driver) snapshot(ctx context.Context, rid string) error {
+	agg, err := d.findAggregate(ctx, rid)
+	if err != nil || agg == nil {
+		return err
+	}
+	list, err := d.servers(ctx, agg.Hosts)
+	if err != nil {
+		return err
+	}
+	for _, s := range list {
+		err := d.retry(ctx, "snapshot server "+s.ID, func(ctx context.Context) error {
+			_, err := servers.CreateImage(ctx, d.cfg.Compute, s.ID, servers.CreateImageOpts{Name: "reserved_" + s.Name}).ExtractImageID()
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// hostAction adds host to agg (add) or removes it, keeping agg.Hosts current. Nova's
+// 409 on adding a member, or 404 on removing a non-member, means it is done already.
+func (d *Driver) hostAction(ctx context.Context, agg *aggregates.Aggregate, host string, add bool) error {
+	what := fmt.Sprintf("remove host %s from aggregate %s", host, agg.Name)
+	if add {
+		what = fmt.Sprintf("add host %s to aggregate %s", host, agg.Name)
+	}
+	return d.retry(ctx, what, func(ctx context.Context) error {
+		var a *aggregates.Aggregate
+		var err error
+		if add {
+			a, err = aggregates.AddHost(ctx, d.cfg.Compute, agg.ID, aggregates.AddHostOpts{Host: host}).Extract()
+		} else {
+			a, err = aggregates.RemoveHost(ctx, d.cfg.Compute, agg.ID, aggregates.RemoveHostOpts{Host: host}).Extract()
+		}
+		if err != nil {
+			// Re-read rather than trust the status code: 409 also means a zone conflict.
+			cur, ferr := d.findAggregate(ctx, agg.Name)
+			if ferr != nil || cur == nil || slices.Contains(cur.Hosts, host) != add {
+				return err
+			}
+			a = cur
+		}
+		*agg = *a
+		return nil
+	})
+}
+
+// freepool returns the freepool aggregate, which the operator makes (as for Blazar).
+func (d *Driver) freepool(ctx context.Context) (*aggregates.Aggregate, error) {
+	free, err := d.findAggregate(ctx, d.cfg.Freepool)
+	if err == nil && free == nil {
+		err = fmt.Errorf("no freepool aggregate %q in Nova (create it and add the hosts registered in Climate)", d.cfg.Freepool)
+	}
+	return free, err
+}
+
+// findAggregate returns the aggregate named name, or nil. Nova cannot look aggregates up
+// by name, so this lists them (as Blazar does).
+func (d *Driver) findAggregate(ctx context.Context, name string) (*aggregates.Aggregate, error) {
+	var found *aggregates.Aggregate
+	err := d.retry(ctx, "list aggregates", func(ctx context.Context) error {
+		pages, err := aggregates.List(d.cfg.Compute).AllPages(ctx)
+		if err != nil {
+			return err
+		}
+		all, err := aggregates.ExtractAggregates(pages)
+		if err != nil {
+			return err
+		}
+		found = nil
+		for i := range all {
+			if all[i].Name == name {
+				found = &all[i]
+			}
+		}
+		return nil
+	})
+	return found, err
+}
+
+// retry runs call until it succeeds, fails for good, or has had cfg.Attempts attempts;
+// its error names what was being done and carries Nova's message.
+func (d *Driver) retry(ctx context.Context, what string, call func(context.Context) error) error {
+	wait := d.cfg.Backoff
+	for attempt := 1; ; attempt++ {
+		err := call(ctx)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil || !retryable(err) || attempt >= d.cfg.Attempts {
+			return fmt.Errorf("%s: %s", what, Message(err))
+		}
+		d.cfg.Logger.Warn("openstack: call failed, retrying", "call", what, "attempt", attempt, "err", Message(err), "in", wait)
+		if err := sleep(ctx, wait); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		wait = min(2*wait, 30*time.Second)
+	}
+}
+
+// retryable says whether a failed call may succeed later: a transport error, or Nova
+// overloaded or failing (5xx, 429); not a refusal.
+func retryable(err error) bool {
+	var code gophercloud.ErrUnexpectedResponseCode
+	if errors.As(err, &code) {
+		return code.Actual >= 500 || code.Actual == 429
+	}
+	return true
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func serverIDs(list []servers.Server) string {
+	ids := make([]string, len(list))
+	for i, s := range list {
+		ids[i] = s.ID
+	}
+	return strings.Join(ids, ", ")
+}

@@ -1,0 +1,278 @@
+package openstack
+
+import (
+	"context"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"climate"
+	"climate/sqlite"
+)
+
+// testDriver is a driver on a fake Nova whose freepool holds the hosts, with a store
+// that has them registered.
+type testDriver struct {
+	*Driver
+	nova  *fakeNova
+	hosts map[string]string // Climate id → name
+}
+
+func newTestDriver(t *testing.T, hosts ...string) *testDriver {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "climate.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	ids := map[string]string{}
+	err = st.Update(context.Background(), func(tx climate.Tx) error {
+		for _, h := range hosts {
+			host := &climate.Host{HypervisorHostname: h, ServiceName: h, Reservable: true}
+			if err := tx.InsertHost(context.Background(), host); err != nil {
+				return err
+			}
+			ids[host.ID] = h
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nova, compute := newFakeNova(t)
+	nova.aggregate(DefaultFreepool, hosts...)
+	d := New(Config{Compute: compute, Store: st, Attempts: 3, Backoff: time.Millisecond, PollInterval: time.Millisecond, DeleteTimeout: time.Second})
+	return &testDriver{Driver: d, nova: nova, hosts: ids}
+}
+
+// lease returns a lease of project "proj" with one physical:host reservation "res-1"
+// holding these hosts.
+func (d *testDriver) lease(hosts ...string) *climate.Lease {
+	r := climate.Reservation{ID: "res-1", ResourceType: climate.ResourceTypeHost}
+	for id, name := range d.hosts {
+		if slices.Contains(hosts, name) {
+			r.Allocations = append(r.Allocations, climate.Allocation{ResourceID: id, ReservationID: r.ID})
+		}
+	}
+	return &climate.Lease{ID: "lease-1", ProjectID: "proj", Reservations: []climate.Reservation{r}}
+}
+
+func hostsOf(a *fakeAgg) []string {
+	if a == nil {
+		return nil
+	}
+	h := slices.Clone(a.Hosts)
+	slices.Sort(h)
+	return h
+}
+
+func TestStartAndEndAsBlazar(t *testing.T) {
+	d := newTestDriver(t, "h1", "h2", "h3")
+	l := d.lease("h1", "h2")
+	ctx := context.Background()
+	if err := d.OnStart(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	agg := d.nova.byName("res-1")
+	if agg == nil {
+		t.Fatal("no aggregate named after the reservation")
+	}
+	if got := hostsOf(agg); !slices.Equal(got, []string{"h1", "h2"}) {
+		t.Fatalf("reservation aggregate hosts %v", got)
+	}
+	if agg.Metadata["availability_zone"] != "blazar_res-1" || agg.Metadata[OwnerKey] != "proj" {
+		t.Fatalf("reservation aggregate metadata %v: want zone blazar_res-1 and blazar:owner proj", agg.Metadata)
+	}
+	if got := hostsOf(d.nova.byName(DefaultFreepool)); !slices.Equal(got, []string{"h3"}) {
+		t.Fatalf("freepool hosts after the start %v, want [h3]", got)
+	}
+
+	// Servers booted on the hosts during the lease, and one elsewhere.
+	d.nova.mu.Lock()
+	d.nova.servers["s1"] = fakeServer{host: "h1", project: "proj"}
+	d.nova.servers["s2"] = fakeServer{host: "h2", project: "proj"}
+	d.nova.servers["other"] = fakeServer{host: "h3", project: "else"}
+	d.nova.linger = 3 // each lingers three lists after its delete
+	d.nova.mu.Unlock()
+
+	if err := d.OnEnd(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	d.nova.mu.Lock()
+	left := slices.Sorted(maps.Keys(d.nova.servers))
+	d.nova.mu.Unlock()
+	if !slices.Equal(left, []string{"other"}) {
+		t.Fatalf("servers after the end %v, want only [other]", left)
+	}
+	if d.nova.byName("res-1") != nil {
+		t.Fatal("the reservation's aggregate is left after the end")
+	}
+	if got := hostsOf(d.nova.byName(DefaultFreepool)); !slices.Equal(got, []string{"h1", "h2", "h3"}) {
+		t.Fatalf("freepool hosts after the end %v", got)
+	}
+}
+
+// Each action can run again after a crash at any point and finishes the job without
+// duplicates: here, from the states a crash leaves between its steps.
+func TestActionsResumeAfterACrash(t *testing.T) {
+	ctx := context.Background()
+	t.Run("start twice", func(t *testing.T) {
+		d := newTestDriver(t, "h1")
+		l := d.lease("h1")
+		for range 2 {
+			if err := d.OnStart(ctx, l); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := d.nova.count("POST /os-aggregates"); n != 1 {
+			t.Fatalf("%d aggregate creations, want 1", n)
+		}
+		if got := hostsOf(d.nova.byName("res-1")); !slices.Equal(got, []string{"h1"}) {
+			t.Fatalf("aggregate hosts %v", got)
+		}
+	})
+	t.Run("start resumed with the host in both aggregates", func(t *testing.T) {
+		d := newTestDriver(t, "h1")
+		d.nova.aggregate("res-1", "h1") // made, host added, not yet out of the freepool
+		if err := d.OnStart(ctx, d.lease("h1")); err != nil {
+			t.Fatal(err)
+		}
+		if got := hostsOf(d.nova.byName(DefaultFreepool)); len(got) != 0 {
+			t.Fatalf("freepool hosts %v, want none", got)
+		}
+		if a := d.nova.byName("res-1"); a.Metadata[OwnerKey] != "proj" || !slices.Equal(a.Hosts, []string{"h1"}) {
+			t.Fatalf("aggregate %+v", a)
+		}
+	})
+	t.Run("end resumed with the host in both aggregates", func(t *testing.T) {
+		d := newTestDriver(t, "h1")
+		d.nova.aggregate("res-1", "h1") // back in the freepool, not yet out of the aggregate
+		if err := d.OnEnd(ctx, d.lease("h1")); err != nil {
+			t.Fatal(err)
+		}
+		if d.nova.byName("res-1") != nil || !slices.Equal(hostsOf(d.nova.byName(DefaultFreepool)), []string{"h1"}) {
+			t.Fatalf("aggregate %+v, freepool %+v", d.nova.byName("res-1"), d.nova.byName(DefaultFreepool))
+		}
+		if n := d.nova.count("POST /os-aggregates/1/action"); n != 0 {
+			t.Fatalf("%d freepool actions for a host already there, want 0", n)
+		}
+	})
+	t.Run("end twice", func(t *testing.T) {
+		d := newTestDriver(t, "h1")
+		l := d.lease("h1")
+		if err := d.OnStart(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if err := d.OnEnd(ctx, l); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !slices.Equal(hostsOf(d.nova.byName(DefaultFreepool)), []string{"h1"}) || d.nova.byName("res-1") != nil {
+			t.Fatal("not cleaned up")
+		}
+	})
+}
+
+func TestCallsAreRetried(t *testing.T) {
+	d := newTestDriver(t, "h1")
+	d.nova.fail = []fakeFailure{
+		{prefix: "GET /os-aggregates", n: 2, status: 503, body: `{"computeFault": {"code": 503, "message": "busy"}}`},
+		{prefix: "POST /os-aggregates/", n: 1, status: 500, body: `{"computeFault": {"code": 500, "message": "oops"}}`},
+	}
+	if err := d.OnStart(context.Background(), d.lease("h1")); err != nil {
+		t.Fatalf("a start through passing failures: %v", err)
+	}
+	if got := hostsOf(d.nova.byName("res-1")); !slices.Equal(got, []string{"h1"}) {
+		t.Fatalf("aggregate hosts %v", got)
+	}
+}
+
+func TestFailuresCarryNovaMessage(t *testing.T) {
+	ctx := context.Background()
+	t.Run("refusal is not retried", func(t *testing.T) {
+		d := newTestDriver(t, "h1")
+		d.nova.fail = []fakeFailure{{prefix: "POST /os-aggregates", n: 5, status: 403,
+			body: `{"forbidden": {"code": 403, "message": "Policy doesn't allow os_compute_api:os-aggregates:create to be performed."}}`}}
+		err := d.OnStart(ctx, d.lease("h1"))
+		if err == nil || !strings.Contains(err.Error(), "Policy doesn't allow os_compute_api:os-aggregates:create") || !strings.Contains(err.Error(), "403") {
+			t.Fatalf("error %v: want Nova's message", err)
+		}
+		if n := d.nova.count("POST /os-aggregates"); n != 1 {
+			t.Fatalf("%d attempts of a refused call, want 1", n)
+		}
+	})
+	t.Run("retries run out", func(t *testing.T) {
+		d := newTestDriver(t, "h1")
+		d.nova.fail = []fakeFailure{{prefix: "GET /os-aggregates", n: 99, status: 503, body: `{"computeFault": {"code": 503, "message": "Nova is down"}}`}}
+		err := d.OnStart(ctx, d.lease("h1"))
+		if err == nil || !strings.Contains(err.Error(), "Nova is down") {
+			t.Fatalf("error %v", err)
+		}
+		if n := d.nova.count("GET /os-aggregates"); n != 3 {
+			t.Fatalf("%d attempts, want 3", n)
+		}
+	})
+	t.Run("host not in the freepool: the moved hosts go back", func(t *testing.T) {
+		d := newTestDriver(t, "h1", "h2")
+		free := d.nova.byName(DefaultFreepool)
+		d.nova.mu.Lock()
+		d.nova.aggs[free.ID].Hosts = []string{"h1"} // h2 is elsewhere
+		d.nova.mu.Unlock()
+		err := d.OnStart(ctx, d.lease("h1", "h2"))
+		if err == nil || !strings.Contains(err.Error(), "h2 is not in the freepool") {
+			t.Fatalf("error %v", err)
+		}
+		if got := hostsOf(d.nova.byName(DefaultFreepool)); !slices.Equal(got, []string{"h1"}) || d.nova.byName("res-1") != nil {
+			t.Fatalf("after a failed start: freepool %v, aggregate %+v; want h1 back and no aggregate", got, d.nova.byName("res-1"))
+		}
+	})
+	t.Run("no freepool", func(t *testing.T) {
+		d := newTestDriver(t, "h1")
+		free := d.nova.byName(DefaultFreepool)
+		d.nova.mu.Lock()
+		delete(d.nova.aggs, free.ID)
+		d.nova.mu.Unlock()
+		if err := d.OnStart(ctx, d.lease("h1")); err == nil || !strings.Contains(err.Error(), `no freepool aggregate "freepool"`) {
+			t.Fatalf("error %v", err)
+		}
+	})
+	t.Run("servers that do not go", func(t *testing.T) {
+		d := newTestDriver(t, "h1")
+		l := d.lease("h1")
+		if err := d.OnStart(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+		d.nova.mu.Lock()
+		d.nova.servers["s1"] = fakeServer{host: "h1", project: "proj"}
+		d.nova.stuck = true
+		d.nova.mu.Unlock()
+		d.cfg.DeleteTimeout = 50 * time.Millisecond
+		err := d.OnEnd(ctx, l)
+		if err == nil || !strings.Contains(err.Error(), "servers s1 on hosts h1 were not deleted within 50ms") {
+			t.Fatalf("error %v", err)
+		}
+		if n := d.nova.count("DELETE /servers/s1"); n != 1 {
+			t.Fatalf("%d deletes of a server being deleted, want 1", n)
+		}
+		if got := hostsOf(d.nova.byName("res-1")); !slices.Equal(got, []string{"h1"}) {
+			t.Fatalf("a host with servers left its aggregate: %v", got)
+		}
+	})
+}
+
+// Reservations of other types are left to their own drivers.
+func TestOtherTypesUntouched(t *testing.T) {
+	d := newTestDriver(t, "h1")
+	l := d.lease("h1")
+	l.Reservations[0].ResourceType = "virtual:floatingip"
+	if err := d.OnStart(context.Background(), l); err != nil {
+		t.Fatal(err)
+	}
+	if d.nova.byName("res-1") != nil {
+		t.Fatal("an aggregate for a floating IP reservation")
+	}
+}
