@@ -81,6 +81,8 @@ type serveOptions struct {
 	tlsCert, tlsKey string
 	// policyFile overrides the default policy rules (oslo.policy's format).
 	policyFile string
+	// driver chooses standalone or the OpenStack driver (serve_openstack.go).
+	driver driverOptions
 }
 
 func newServeCmd() *cobra.Command {
@@ -157,6 +159,7 @@ logged at most every 10 s, with counts.` + keystoneHelp,
 	addKeystoneFlags(f, &o.keystone)
 	addNotifyFlags(f, &o.notify)
 	addActionFlags(cmd, &o.actions)
+	addDriverFlags(cmd, &o.driver)
 	addDataDirHelp(cmd)
 	return cmd
 }
@@ -438,6 +441,9 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 			}
 		}
 		if acts, err = buildActions(&o.actions, st, clk, log, sole, pg, maxSleep); err != nil {
+			return err
+		}
+		if acts.engine, err = withDriver(ctx, o, acts.engine, st, log); err != nil {
 			return err
 		}
 	}
