@@ -1,0 +1,345 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+	gopheros "github.com/gophercloud/gophercloud/v2/openstack"
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/aggregates"
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/flavors"
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/hypervisors"
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
+	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/tokens"
+	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/imagedata"
+	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/images"
+
+	"climate/openstack"
+)
+
+// The real Nova CI brings up (.ci/nova: Keystone, Nova with the fake virt driver and
+// blazar-nova's BlazarFilter, Placement, Glance): CLIMATE_TEST_NOVA is its Keystone URL,
+// where admin/adminpass is an admin of project admin.
+const (
+	novaEnv         = "CLIMATE_TEST_NOVA"
+	novaRequiredEnv = "CLIMATE_TEST_NOVA_REQUIRED"
+)
+
+// testNova is an admin's view of that Nova.
+type testNova struct {
+	ksURL   string
+	project string // the admin project's id
+	compute *gophercloud.ServiceClient
+	image   *gophercloud.ServiceClient
+}
+
+func needNova(t *testing.T) *testNova {
+	t.Helper()
+	url := os.Getenv(novaEnv)
+	if url == "" {
+		if os.Getenv(novaRequiredEnv) == "1" {
+			t.Fatalf("%s=1 but %s is not set", novaRequiredEnv, novaEnv)
+		}
+		t.Skipf("no real Nova: set %s to the Keystone URL of .ci/nova's (CI does)", novaEnv)
+	}
+	ctx := context.Background()
+	provider, err := gopheros.NewClient(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = gopheros.Authenticate(ctx, provider, gophercloud.AuthOptions{IdentityEndpoint: url, Username: "admin", Password: "adminpass",
+		DomainName: "Default", Scope: &gophercloud.AuthScope{ProjectName: "admin", DomainName: "Default"}, AllowReauth: true})
+	if err != nil {
+		t.Fatalf("authenticating with the test Nova's Keystone: %v", err)
+	}
+	project, err := provider.GetAuthResult().(tokens.CreateResult).ExtractProject()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &testNova{ksURL: url, project: project.ID}
+	if n.compute, err = gopheros.NewComputeV2(provider, gophercloud.EndpointOpts{}); err != nil {
+		t.Fatal(err)
+	}
+	n.compute.Microversion = "2.74" // --nic none (2.37)
+	if n.image, err = gopheros.NewImageV2(provider, gophercloud.EndpointOpts{}); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// reset puts Nova as an operator leaves it for Climate: no servers, no aggregate but a
+// freepool holding every hypervisor (Climate does not yet add hosts there when they are
+// registered). It returns the hypervisors' names.
+func (n *testNova) reset(t *testing.T) []string {
+	t.Helper()
+	ctx := context.Background()
+	pages, err := servers.List(n.compute, servers.ListOpts{AllTenants: true}).AllPages(ctx)
+	must(t, err)
+	list, err := servers.ExtractServers(pages)
+	must(t, err)
+	for _, s := range list {
+		must(t, ignore404(servers.Delete(ctx, n.compute, s.ID).ExtractErr()))
+	}
+	n.waitFor(t, "no server left", 2*time.Minute, func() (bool, error) {
+		pages, err := servers.List(n.compute, servers.ListOpts{AllTenants: true}).AllPages(ctx)
+		if err != nil {
+			return false, err
+		}
+		list, err := servers.ExtractServers(pages)
+		return len(list) == 0, err
+	})
+	pages, err = hypervisors.List(n.compute, nil).AllPages(ctx)
+	must(t, err)
+	hvs, err := hypervisors.ExtractHypervisors(pages)
+	must(t, err)
+	var names []string
+	for _, h := range hvs {
+		names = append(names, h.HypervisorHostname)
+	}
+	slices.Sort(names)
+	var free *aggregates.Aggregate
+	for _, a := range n.aggregates(t) {
+		if a.Name == openstack.DefaultFreepool {
+			free = &a
+			continue
+		}
+		for _, h := range a.Hosts {
+			_, err := aggregates.RemoveHost(ctx, n.compute, a.ID, aggregates.RemoveHostOpts{Host: h}).Extract()
+			must(t, err)
+		}
+		must(t, aggregates.Delete(ctx, n.compute, a.ID).ExtractErr())
+	}
+	if free == nil {
+		free, err = aggregates.Create(ctx, n.compute, aggregates.CreateOpts{Name: openstack.DefaultFreepool}).Extract()
+		must(t, err)
+	}
+	for _, h := range names {
+		if !slices.Contains(free.Hosts, h) {
+			_, err := aggregates.AddHost(ctx, n.compute, free.ID, aggregates.AddHostOpts{Host: h}).Extract()
+			must(t, err)
+		}
+	}
+	return names
+}
+
+func (n *testNova) aggregates(t *testing.T) []aggregates.Aggregate {
+	t.Helper()
+	pages, err := aggregates.List(n.compute).AllPages(context.Background())
+	must(t, err)
+	all, err := aggregates.ExtractAggregates(pages)
+	must(t, err)
+	return all
+}
+
+func (n *testNova) aggregate(t *testing.T, name string) *aggregates.Aggregate {
+	t.Helper()
+	for _, a := range n.aggregates(t) {
+		if a.Name == name {
+			return &a
+		}
+	}
+	return nil
+}
+
+// bootable returns a flavor and an image to boot test servers with, made if missing.
+func (n *testNova) bootable(t *testing.T) (flavorID, imageID string) {
+	t.Helper()
+	ctx := context.Background()
+	pages, err := flavors.ListDetail(n.compute, nil).AllPages(ctx)
+	must(t, err)
+	fl, err := flavors.ExtractFlavors(pages)
+	must(t, err)
+	for _, f := range fl {
+		if f.Name == "climate-test" {
+			flavorID = f.ID
+		}
+	}
+	if flavorID == "" {
+		f, err := flavors.Create(ctx, n.compute, flavors.CreateOpts{Name: "climate-test", VCPUs: 1, RAM: 64, Disk: gophercloud.IntToPointer(0)}).Extract()
+		must(t, err)
+		flavorID = f.ID
+	}
+	ipages, err := images.List(n.image, images.ListOpts{Name: "climate-test-img"}).AllPages(ctx)
+	must(t, err)
+	imgs, err := images.ExtractImages(ipages)
+	must(t, err)
+	for _, i := range imgs {
+		if i.Status == images.ImageStatusActive {
+			return flavorID, i.ID
+		}
+	}
+	img, err := images.Create(ctx, n.image, images.CreateOpts{Name: "climate-test-img", DiskFormat: "raw", ContainerFormat: "bare"}).Extract()
+	must(t, err)
+	must(t, imagedata.Upload(ctx, n.image, img.ID, bytes.NewReader(make([]byte, 1024))).ExtractErr())
+	return flavorID, img.ID
+}
+
+// boot creates a server with no network and these scheduler hints.
+func (n *testNova) boot(t *testing.T, name, flavorID, imageID string, hints map[string]any) string {
+	t.Helper()
+	var opts servers.CreateOptsBuilder = servers.CreateOpts{Name: name, FlavorRef: flavorID, ImageRef: imageID, Networks: "none"}
+	var hintOpts servers.SchedulerHintOptsBuilder
+	if hints != nil {
+		hintOpts = servers.SchedulerHintOpts{AdditionalProperties: hints}
+	}
+	s, err := servers.Create(context.Background(), n.compute, opts, hintOpts).Extract()
+	must(t, err)
+	return s.ID
+}
+
+// server returns a server, or nil once it is gone.
+func (n *testNova) server(t *testing.T, id string) (*servers.Server, error) {
+	s, err := servers.Get(context.Background(), n.compute, id).Extract()
+	if gophercloud.ResponseCodeIs(err, 404) {
+		return nil, nil
+	}
+	return s, err
+}
+
+// waitFor polls cond (every 100 ms) until it holds, failing the test after limit.
+func (n *testNova) waitFor(t *testing.T, what string, limit time.Duration, cond func() (bool, error)) time.Time {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		ok, err := cond()
+		if err != nil {
+			t.Fatalf("waiting for %s: %v", what, err)
+		}
+		if ok {
+			return time.Now()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s", what, limit)
+		}
+		time.Sleep(100 * time.Millisecond) // polling Nova, which cannot tell us
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(openstack.Message(err))
+	}
+}
+
+func ignore404(err error) error {
+	if gophercloud.ResponseCodeIs(err, 404) {
+		return nil
+	}
+	return err
+}
+
+// A host lease with --driver openstack against the real Nova, as Blazar's tempest
+// scenario test_host_reservation: the host leaves the freepool for the reservation's
+// aggregate at the start; a server booted with the reservation hint lands on it and one
+// without the hint finds no host; at the end the server is deleted and the host is back
+// in the freepool, the aggregate gone.
+func TestOpenStackDriverHostLease(t *testing.T) {
+	n := needNova(t)
+	hosts := n.reset(t)
+	if len(hosts) < 2 {
+		t.Fatalf("hypervisors %v: want 2", hosts)
+	}
+	flavorID, imageID := n.bootable(t)
+	s := startServer(t, serveOptions{logLevel: "info", driver: driverOptions{name: "openstack", freepool: openstack.DefaultFreepool,
+		azPrefix: openstack.DefaultAZPrefix, iface: "public", deleteTimeout: time.Minute, attempts: 3, backoff: 200 * time.Millisecond},
+		keystone: keystoneOptions{url: n.ksURL, username: "admin", password: "adminpass", project: "admin",
+			userDomain: "Default", projectDomain: "Default", startupWait: 10 * time.Second}})
+	if strings.Contains(s.output.String(), "adminpass") {
+		t.Fatal("the log shows the service user's password")
+	}
+	// Nova's hypervisors become Climate's hosts (their names: Nova's service host names).
+	for _, h := range hosts {
+		if r := ksCall(t, "POST", s.url+"/v1/os-hosts", fmt.Sprintf(`{"name": %q}`, h), nil); r.status != 201 {
+			t.Fatalf("registering %s: %s", h, r)
+		}
+	}
+	owner := map[string]string{"X-User-Id": "admin", "X-Project-Id": n.project, "X-Roles": "admin"}
+	target := hosts[0]
+	start := time.Now().UTC().Add(4 * time.Second).Truncate(time.Second)
+	r := ksCall(t, "POST", s.url+"/v1/leases", fmt.Sprintf(`{"name": "nova-lease", "start_date": %q, "end_date": %q,
+		"reservations": [{"resource_type": "physical:host", "min": 1, "max": 1,
+		"hypervisor_properties": "[\"==\", \"$hypervisor_hostname\", \"%s\"]", "resource_properties": ""}]}`,
+		start.Format("2006-01-02 15:04:05"), start.Add(time.Hour).Format("2006-01-02 15:04:05"), target), owner)
+	if r.status != 201 {
+		t.Fatalf("lease: %s", r)
+	}
+	lease := r.body["lease"].(map[string]any)
+	leaseID := lease["id"].(string)
+	rid := lease["reservations"].([]any)[0].(map[string]any)["id"].(string)
+
+	// The start: the host joins the reservation's aggregate and leaves the freepool.
+	inAggregate := n.waitFor(t, "the host in the reservation's aggregate", 30*time.Second, func() (bool, error) {
+		a := n.aggregate(t, rid)
+		return a != nil && slices.Contains(a.Hosts, target), nil
+	})
+	t.Logf("lease start → host in the reservation's aggregate: %s", inAggregate.Sub(start).Round(time.Millisecond))
+	agg := n.aggregate(t, rid)
+	if agg.AvailabilityZone != "blazar_"+rid || agg.Metadata["blazar:owner"] != n.project || len(agg.Hosts) != 1 {
+		t.Fatalf("the reservation's aggregate: zone %q, metadata %v, hosts %v; want zone blazar_%s, blazar:owner %s, hosts [%s]",
+			agg.AvailabilityZone, agg.Metadata, agg.Hosts, rid, n.project, target)
+	}
+	n.waitFor(t, "the host out of the freepool", 10*time.Second, func() (bool, error) {
+		return !slices.Contains(n.aggregate(t, openstack.DefaultFreepool).Hosts, target), nil
+	})
+
+	// A server booted with the reservation hint lands on the reserved host.
+	hinted := n.boot(t, "hinted", flavorID, imageID, map[string]any{"reservation": rid})
+	var host string
+	n.waitFor(t, "the hinted server ACTIVE", 2*time.Minute, func() (bool, error) {
+		sv, err := n.server(t, hinted)
+		if err != nil || sv == nil {
+			return false, err
+		}
+		if sv.Status == "ERROR" {
+			return false, fmt.Errorf("the hinted server failed: %v", sv.Fault.Message)
+		}
+		host = sv.Host
+		return sv.Status == "ACTIVE", nil
+	})
+	if host != target {
+		t.Fatalf("the hinted server is on %q, want the reserved host %s", host, target)
+	}
+	// One without the hint finds no host: the reserved one is the lease's, the other is
+	// in the freepool.
+	plain := n.boot(t, "plain", flavorID, imageID, nil)
+	n.waitFor(t, "the server without the hint in ERROR", 2*time.Minute, func() (bool, error) {
+		sv, err := n.server(t, plain)
+		if err != nil || sv == nil {
+			return false, err
+		}
+		if sv.Status == "ACTIVE" {
+			return false, fmt.Errorf("a server without the hint became ACTIVE on %s", sv.Host)
+		}
+		return sv.Status == "ERROR", nil
+	})
+	must(t, servers.Delete(context.Background(), n.compute, plain).ExtractErr())
+
+	// The end, brought forward to now: the server is deleted, the host back in the
+	// freepool and the aggregate gone.
+	end := time.Now().UTC().Add(2 * time.Second).Truncate(time.Second)
+	if r := ksCall(t, "PUT", s.url+"/v1/leases/"+leaseID, fmt.Sprintf(`{"end_date": %q}`, end.Format("2006-01-02 15:04:05")), owner); r.status != 200 {
+		t.Fatalf("moving the end: %s", r)
+	}
+	cleaned := n.waitFor(t, "the end's clean-up", 2*time.Minute, func() (bool, error) {
+		sv, err := n.server(t, hinted)
+		if err != nil || sv != nil {
+			return false, err
+		}
+		return n.aggregate(t, rid) == nil && slices.Contains(n.aggregate(t, openstack.DefaultFreepool).Hosts, target), nil
+	})
+	t.Logf("lease end → server deleted, host back in the freepool, aggregate deleted: %s", cleaned.Sub(end).Round(time.Millisecond))
+	n.waitFor(t, "the lease TERMINATED", 30*time.Second, func() (bool, error) {
+		r := ksCall(t, "GET", s.url+"/v1/leases/"+leaseID, "", owner)
+		return r.body["lease"].(map[string]any)["status"] == "TERMINATED", nil
+	})
+	if strings.Contains(s.output.String(), "adminpass") {
+		t.Fatal("the log shows the service user's password")
+	}
+}
