@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -341,5 +342,85 @@ func TestOpenStackDriverHostLease(t *testing.T) {
 	})
 	if strings.Contains(s.output.String(), "adminpass") {
 		t.Fatal("the log shows the service user's password")
+	}
+}
+
+// The engine is SIGKILLed as soon as the reservation's aggregate appears in Nova, in the
+// middle of the start's Nova calls; the process restarted on the same data takes the start
+// over and completes it: one aggregate, both hosts in it and out of the freepool. At the
+// end nothing is left in Nova but the freepool with every host.
+func TestOpenStackDriverStartTakenOverAfterKill(t *testing.T) {
+	n := needNova(t)
+	bin := climateBinary(t)
+	hosts := n.reset(t)
+	dir := t.TempDir()
+	args := []string{"--data-dir", dir, "--driver", "openstack", "--keystone-url", n.ksURL, "--keystone-username", "admin",
+		"--keystone-password", "adminpass", "--keystone-project", "admin", "--openstack-retry-wait", "200ms"}
+	first := startReplicas(t, bin, 1, nil, args...)[0]
+	c := &auditClient{http: &http.Client{Timeout: time.Minute}, base: first.url}
+	for _, h := range hosts {
+		if status, body, err := c.do(context.Background(), "POST", "/v1/os-hosts", map[string]any{"name": h}); err != nil || status != 201 {
+			t.Fatalf("registering %s: %d %v %v", h, status, body, err)
+		}
+	}
+	owner := map[string]string{"X-User-Id": "admin", "X-Project-Id": n.project, "X-Roles": "admin"}
+	start := time.Now().UTC().Add(3 * time.Second).Truncate(time.Second)
+	r := ksCall(t, "POST", first.url+"/v1/leases", fmt.Sprintf(`{"name": "killed", "start_date": %q, "end_date": %q,
+		"reservations": [{"resource_type": "physical:host", "min": %d, "max": %d, "hypervisor_properties": "", "resource_properties": ""}]}`,
+		start.Format("2006-01-02 15:04:05"), start.Add(time.Hour).Format("2006-01-02 15:04:05"), len(hosts), len(hosts)), owner)
+	if r.status != 201 {
+		t.Fatalf("lease: %s", r)
+	}
+	lease := r.body["lease"].(map[string]any)
+	leaseID := lease["id"].(string)
+	rid := lease["reservations"].([]any)[0].(map[string]any)["id"].(string)
+
+	// Kill at the first sight of the aggregate (polling Nova as fast as it answers).
+	deadline := time.Now().Add(30 * time.Second)
+	var seen *aggregates.Aggregate
+	for seen == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("no aggregate for the reservation within 30 s")
+		}
+		seen = n.aggregate(t, rid)
+	}
+	if err := first.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	first.stop()
+	killedWith := n.aggregate(t, rid).Hosts
+	t.Logf("killed with the aggregate holding %v (of %v), the freepool %v", killedWith, hosts, n.aggregate(t, openstack.DefaultFreepool).Hosts)
+
+	second := startReplicas(t, bin, 1, nil, args...)[0]
+	n.waitFor(t, "the start completed by the new process", 30*time.Second, func() (bool, error) {
+		r := ksCall(t, "GET", second.url+"/v1/leases/"+leaseID, "", owner)
+		return r.body["lease"].(map[string]any)["status"] == "ACTIVE", nil
+	})
+	var named []aggregates.Aggregate
+	for _, a := range n.aggregates(t) {
+		if a.Name == rid {
+			named = append(named, a)
+		}
+	}
+	var got []string
+	if len(named) > 0 {
+		got = slices.Sorted(slices.Values(named[0].Hosts))
+	}
+	if len(named) != 1 || !slices.Equal(got, hosts) || len(n.aggregate(t, openstack.DefaultFreepool).Hosts) != 0 {
+		t.Fatalf("after the takeover: %d aggregates named %s (hosts %v), freepool %v; want one with %v and an empty freepool",
+			len(named), rid, got, n.aggregate(t, openstack.DefaultFreepool).Hosts, hosts)
+	}
+
+	end := time.Now().UTC().Add(2 * time.Second).Truncate(time.Second)
+	if r := ksCall(t, "PUT", second.url+"/v1/leases/"+leaseID, fmt.Sprintf(`{"end_date": %q}`, end.Format("2006-01-02 15:04:05")), owner); r.status != 200 {
+		t.Fatalf("moving the end: %s", r)
+	}
+	n.waitFor(t, "the lease TERMINATED", time.Minute, func() (bool, error) {
+		r := ksCall(t, "GET", second.url+"/v1/leases/"+leaseID, "", owner)
+		return r.body["lease"].(map[string]any)["status"] == "TERMINATED", nil
+	})
+	all := n.aggregates(t)
+	if len(all) != 1 || all[0].Name != openstack.DefaultFreepool || !slices.Equal(slices.Sorted(slices.Values(all[0].Hosts)), hosts) {
+		t.Fatalf("left in Nova after the end: %+v; want only the freepool with %v", all, hosts)
 	}
 }
