@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"climate"
+	"climate/notify"
 	"climate/sqlite"
 )
 
@@ -274,5 +275,41 @@ func TestOtherTypesUntouched(t *testing.T) {
 	}
 	if d.nova.byName("res-1") != nil {
 		t.Fatal("an aggregate for a floating IP reservation")
+	}
+}
+
+// Deleting a started lease releases its hosts in Nova through its lease.delete
+// notification (the payload notify writes), as Blazar ends a deleted lease.
+func TestDeletedLeaseReleased(t *testing.T) {
+	d := newTestDriver(t, "h1", "h2")
+	l := d.lease("h1")
+	ctx := context.Background()
+	if err := d.OnStart(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	d.nova.mu.Lock()
+	d.nova.servers["s1"] = fakeServer{host: "h1", project: "proj"}
+	d.nova.mu.Unlock()
+	n, err := notify.New(climate.NotifyLeaseDelete, l, nil, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	del := Deletions{Driver: d.Driver}
+	if !del.Accepts(n) {
+		t.Fatal("lease.delete not accepted")
+	}
+	for range 2 { // delivered at least once
+		if err := del.Deliver(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.nova.mu.Lock()
+	left := len(d.nova.servers)
+	d.nova.mu.Unlock()
+	if left != 0 || d.nova.byName("res-1") != nil || !slices.Equal(hostsOf(d.nova.byName(DefaultFreepool)), []string{"h1", "h2"}) {
+		t.Fatalf("after the deletion: %d servers, aggregate %+v, freepool %+v", left, d.nova.byName("res-1"), d.nova.byName(DefaultFreepool))
+	}
+	if del.Accepts(&climate.Notification{EventType: climate.NotifyLeaseUpdate}) {
+		t.Fatal("accepts lease.update")
 	}
 }

@@ -236,6 +236,59 @@ func ignore404(err error) error {
 	return err
 }
 
+// serve runs climate serve --driver openstack on n, as its admin, with hosts registered
+// (Nova's service host names, as Blazar names hosts).
+func (n *testNova) serve(t *testing.T, hosts []string) *server {
+	t.Helper()
+	s := startServer(t, serveOptions{logLevel: "info", driver: driverOptions{name: "openstack", freepool: openstack.DefaultFreepool,
+		azPrefix: openstack.DefaultAZPrefix, iface: "public", deleteTimeout: time.Minute, attempts: 3, backoff: 200 * time.Millisecond},
+		keystone: keystoneOptions{url: n.ksURL, username: "admin", password: "adminpass", project: "admin",
+			userDomain: "Default", projectDomain: "Default", startupWait: 10 * time.Second}})
+	for _, h := range hosts {
+		if r := ksCall(t, "POST", s.url+"/v1/os-hosts", fmt.Sprintf(`{"name": %q}`, h), nil); r.status != 201 {
+			t.Fatalf("registering %s: %s", h, r)
+		}
+	}
+	return s
+}
+
+// owner is the identity of the lease's project (Nova's admin project) on noauth.
+func (n *testNova) owner() map[string]string {
+	return map[string]string{"X-User-Id": "admin", "X-Project-Id": n.project, "X-Roles": "admin"}
+}
+
+// hostLease leases host from start for an hour and returns the lease and reservation ids.
+func (n *testNova) hostLease(t *testing.T, s *server, host string, start time.Time) (leaseID, rid string) {
+	t.Helper()
+	r := ksCall(t, "POST", s.url+"/v1/leases", fmt.Sprintf(`{"name": "nova-lease", "start_date": %q, "end_date": %q,
+		"reservations": [{"resource_type": "physical:host", "min": 1, "max": 1,
+		"hypervisor_properties": "[\"==\", \"$hypervisor_hostname\", \"%s\"]", "resource_properties": ""}]}`,
+		start.Format("2006-01-02 15:04:05"), start.Add(time.Hour).Format("2006-01-02 15:04:05"), host), n.owner())
+	if r.status != 201 {
+		t.Fatalf("lease: %s", r)
+	}
+	lease := r.body["lease"].(map[string]any)
+	return lease["id"].(string), lease["reservations"].([]any)[0].(map[string]any)["id"].(string)
+}
+
+// active waits for a server to be ACTIVE and returns its host.
+func (n *testNova) active(t *testing.T, id string) string {
+	t.Helper()
+	var host string
+	n.waitFor(t, "server "+id+" ACTIVE", 2*time.Minute, func() (bool, error) {
+		sv, err := n.server(t, id)
+		if err != nil || sv == nil {
+			return false, err
+		}
+		if sv.Status == "ERROR" {
+			return false, fmt.Errorf("server %s failed: %v", id, sv.Fault.Message)
+		}
+		host = sv.Host
+		return sv.Status == "ACTIVE", nil
+	})
+	return host
+}
+
 // A host lease with --driver openstack against the real Nova, as Blazar's tempest
 // scenario test_host_reservation: the host leaves the freepool for the reservation's
 // aggregate at the start; a server booted with the reservation hint lands on it and one
@@ -248,32 +301,10 @@ func TestOpenStackDriverHostLease(t *testing.T) {
 		t.Fatalf("hypervisors %v: want 2", hosts)
 	}
 	flavorID, imageID := n.bootable(t)
-	s := startServer(t, serveOptions{logLevel: "info", driver: driverOptions{name: "openstack", freepool: openstack.DefaultFreepool,
-		azPrefix: openstack.DefaultAZPrefix, iface: "public", deleteTimeout: time.Minute, attempts: 3, backoff: 200 * time.Millisecond},
-		keystone: keystoneOptions{url: n.ksURL, username: "admin", password: "adminpass", project: "admin",
-			userDomain: "Default", projectDomain: "Default", startupWait: 10 * time.Second}})
-	if strings.Contains(s.output.String(), "adminpass") {
-		t.Fatal("the log shows the service user's password")
-	}
-	// Nova's hypervisors become Climate's hosts (their names: Nova's service host names).
-	for _, h := range hosts {
-		if r := ksCall(t, "POST", s.url+"/v1/os-hosts", fmt.Sprintf(`{"name": %q}`, h), nil); r.status != 201 {
-			t.Fatalf("registering %s: %s", h, r)
-		}
-	}
-	owner := map[string]string{"X-User-Id": "admin", "X-Project-Id": n.project, "X-Roles": "admin"}
+	s := n.serve(t, hosts)
 	target := hosts[0]
 	start := time.Now().UTC().Add(4 * time.Second).Truncate(time.Second)
-	r := ksCall(t, "POST", s.url+"/v1/leases", fmt.Sprintf(`{"name": "nova-lease", "start_date": %q, "end_date": %q,
-		"reservations": [{"resource_type": "physical:host", "min": 1, "max": 1,
-		"hypervisor_properties": "[\"==\", \"$hypervisor_hostname\", \"%s\"]", "resource_properties": ""}]}`,
-		start.Format("2006-01-02 15:04:05"), start.Add(time.Hour).Format("2006-01-02 15:04:05"), target), owner)
-	if r.status != 201 {
-		t.Fatalf("lease: %s", r)
-	}
-	lease := r.body["lease"].(map[string]any)
-	leaseID := lease["id"].(string)
-	rid := lease["reservations"].([]any)[0].(map[string]any)["id"].(string)
+	leaseID, rid := n.hostLease(t, s, target, start)
 
 	// The start: the host joins the reservation's aggregate and leaves the freepool.
 	inAggregate := n.waitFor(t, "the host in the reservation's aggregate", 30*time.Second, func() (bool, error) {
@@ -292,19 +323,7 @@ func TestOpenStackDriverHostLease(t *testing.T) {
 
 	// A server booted with the reservation hint lands on the reserved host.
 	hinted := n.boot(t, "hinted", flavorID, imageID, map[string]any{"reservation": rid})
-	var host string
-	n.waitFor(t, "the hinted server ACTIVE", 2*time.Minute, func() (bool, error) {
-		sv, err := n.server(t, hinted)
-		if err != nil || sv == nil {
-			return false, err
-		}
-		if sv.Status == "ERROR" {
-			return false, fmt.Errorf("the hinted server failed: %v", sv.Fault.Message)
-		}
-		host = sv.Host
-		return sv.Status == "ACTIVE", nil
-	})
-	if host != target {
+	if host := n.active(t, hinted); host != target {
 		t.Fatalf("the hinted server is on %q, want the reserved host %s", host, target)
 	}
 	// One without the hint finds no host: the reserved one is the lease's, the other is
@@ -325,7 +344,7 @@ func TestOpenStackDriverHostLease(t *testing.T) {
 	// The end, brought forward to now: the server is deleted, the host back in the
 	// freepool and the aggregate gone.
 	end := time.Now().UTC().Add(2 * time.Second).Truncate(time.Second)
-	if r := ksCall(t, "PUT", s.url+"/v1/leases/"+leaseID, fmt.Sprintf(`{"end_date": %q}`, end.Format("2006-01-02 15:04:05")), owner); r.status != 200 {
+	if r := ksCall(t, "PUT", s.url+"/v1/leases/"+leaseID, fmt.Sprintf(`{"end_date": %q}`, end.Format("2006-01-02 15:04:05")), n.owner()); r.status != 200 {
 		t.Fatalf("moving the end: %s", r)
 	}
 	cleaned := n.waitFor(t, "the end's clean-up", 2*time.Minute, func() (bool, error) {
@@ -337,7 +356,7 @@ func TestOpenStackDriverHostLease(t *testing.T) {
 	})
 	t.Logf("lease end → server deleted, host back in the freepool, aggregate deleted: %s", cleaned.Sub(end).Round(time.Millisecond))
 	n.waitFor(t, "the lease TERMINATED", 30*time.Second, func() (bool, error) {
-		r := ksCall(t, "GET", s.url+"/v1/leases/"+leaseID, "", owner)
+		r := ksCall(t, "GET", s.url+"/v1/leases/"+leaseID, "", n.owner())
 		return r.body["lease"].(map[string]any)["status"] == "TERMINATED", nil
 	})
 	if strings.Contains(s.output.String(), "adminpass") {
@@ -423,4 +442,39 @@ func TestOpenStackDriverStartTakenOverAfterKill(t *testing.T) {
 	if len(all) != 1 || all[0].Name != openstack.DefaultFreepool || !slices.Equal(slices.Sorted(slices.Values(all[0].Hosts)), hosts) {
 		t.Fatalf("left in Nova after the end: %+v; want only the freepool with %v", all, hosts)
 	}
+}
+
+// Deleting a started lease releases what it holds in Nova, as Blazar's tempest test says:
+// its server is deleted, the host is back in the freepool and the aggregate is gone.
+func TestOpenStackDriverLeaseDeleted(t *testing.T) {
+	n := needNova(t)
+	hosts := n.reset(t)
+	flavorID, imageID := n.bootable(t)
+	s := n.serve(t, hosts)
+	target := hosts[len(hosts)-1]
+	leaseID, rid := n.hostLease(t, s, target, time.Now().UTC().Add(2*time.Second).Truncate(time.Second))
+	n.waitFor(t, "the host in the reservation's aggregate", 30*time.Second, func() (bool, error) {
+		a := n.aggregate(t, rid)
+		return a != nil && slices.Contains(a.Hosts, target), nil
+	})
+	srv := n.boot(t, "doomed", flavorID, imageID, map[string]any{"reservation": rid})
+	if host := n.active(t, srv); host != target {
+		t.Fatalf("the hinted server is on %q, want %s", host, target)
+	}
+	n.waitFor(t, "the lease ACTIVE", 30*time.Second, func() (bool, error) {
+		r := ksCall(t, "GET", s.url+"/v1/leases/"+leaseID, "", n.owner())
+		return r.body["lease"].(map[string]any)["status"] == "ACTIVE", nil
+	})
+	if r := ksCall(t, "DELETE", s.url+"/v1/leases/"+leaseID, "", n.owner()); r.status != 204 {
+		t.Fatalf("deleting the lease: %s", r)
+	}
+	deleted := time.Now()
+	done := n.waitFor(t, "the deleted lease's clean-up", 2*time.Minute, func() (bool, error) {
+		sv, err := n.server(t, srv)
+		if err != nil || sv != nil {
+			return false, err
+		}
+		return n.aggregate(t, rid) == nil && slices.Contains(n.aggregate(t, openstack.DefaultFreepool).Hosts, target), nil
+	})
+	t.Logf("lease deleted → server deleted, host back in the freepool, aggregate deleted: %s", done.Sub(deleted).Round(time.Millisecond))
 }

@@ -423,6 +423,7 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 	mtr := metrics.New(&metrics.StoreCollector{Store: st, Clock: clk}, ready)
 	sole := false
 	acts := &actionSet{}
+	var driverDest notify.Destination // the driver's release of deleted leases
 	if runEngine {
 		if !onPostgres {
 			// One engine per SQLite database: holding the lock, it knows claims it finds are
@@ -443,7 +444,7 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 		if acts, err = buildActions(&o.actions, st, clk, log, sole, pg, maxSleep); err != nil {
 			return err
 		}
-		if acts.engine, err = withDriver(ctx, o, acts.engine, st, log); err != nil {
+		if acts.engine, driverDest, err = withDriver(ctx, o, acts.engine, st, log); err != nil {
 			return err
 		}
 	}
@@ -458,6 +459,9 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 		defer closeDests()         // deferred before the worker stops (wg.Wait), so runs after it
 		if o.external.Base != "" { // the operator's service hears of each lease end
 			dests = append(dests, enforce.OnEnd{External: &o.external})
+		}
+		if driverDest != nil {
+			dests = append(dests, driverDest)
 		}
 		deliverer = newDeliverer(st, pg, clk, log, o.role, append([]notify.Destination{notify.Log{Logger: log}}, dests...), hooks, mtr.Delivered)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"climate"
 	"climate/engine"
+	"climate/notify"
 	"climate/openstack"
 )
 
@@ -50,26 +51,27 @@ hosts go back to the freepool. Climate authenticates as its service user of the
 }
 
 // withDriver returns the engine's actions with the configured driver's before inner's
-// (hooks; nil for none).
-func withDriver(ctx context.Context, o *serveOptions, inner engine.Actions, st climate.Store, log *slog.Logger) (engine.Actions, error) {
+// (hooks; nil for none), and the driver's notification destination (nil for none): a
+// deleted lease's release.
+func withDriver(ctx context.Context, o *serveOptions, inner engine.Actions, st climate.Store, log *slog.Logger) (engine.Actions, notify.Destination, error) {
 	d := &o.driver
 	switch d.name {
 	case "", "standalone":
-		return inner, nil
+		return inner, nil, nil
 	case "openstack":
 	default:
-		return nil, fmt.Errorf("--driver %q: want standalone or openstack", d.name)
+		return nil, nil, fmt.Errorf("--driver %q: want standalone or openstack", d.name)
 	}
 	k := &o.keystone
 	switch {
 	case k.url == "":
-		return nil, errors.New("--driver openstack needs --keystone-url (Keystone's identity URL) and Climate's service user")
+		return nil, nil, errors.New("--driver openstack needs --keystone-url (Keystone's identity URL) and Climate's service user")
 	case k.appCredID == "" && (k.username == "" || k.project == "" || k.password == ""):
-		return nil, errors.New("--driver openstack needs Climate's service user: --keystone-username, --keystone-project and CLIMATE_KEYSTONE_PASSWORD, or --keystone-application-credential-id and CLIMATE_KEYSTONE_APPLICATION_CREDENTIAL_SECRET")
+		return nil, nil, errors.New("--driver openstack needs Climate's service user: --keystone-username, --keystone-project and CLIMATE_KEYSTONE_PASSWORD, or --keystone-application-credential-id and CLIMATE_KEYSTONE_APPLICATION_CREDENTIAL_SECRET")
 	case k.appCredID != "" && k.appCredSecret == "":
-		return nil, errors.New("--keystone-application-credential-id needs its secret: set CLIMATE_KEYSTONE_APPLICATION_CREDENTIAL_SECRET")
+		return nil, nil, errors.New("--keystone-application-credential-id needs its secret: set CLIMATE_KEYSTONE_APPLICATION_CREDENTIAL_SECRET")
 	case d.attempts < 1 || d.backoff < 0 || d.deleteTimeout <= 0:
-		return nil, errors.New("--openstack-attempts, --openstack-retry-wait, --nova-server-delete-timeout: want at least 1 attempt, a wait of 0 or more and a positive timeout")
+		return nil, nil, errors.New("--openstack-attempts, --openstack-retry-wait, --nova-server-delete-timeout: want at least 1 attempt, a wait of 0 or more and a positive timeout")
 	}
 	auth := openstack.Auth{URL: k.url, Username: k.username, Password: k.password, Project: k.project,
 		UserDomain: k.userDomain, ProjectDomain: k.projectDomain, CAFile: k.caFile, Timeout: k.timeout,
@@ -80,15 +82,15 @@ func withDriver(ctx context.Context, o *serveOptions, inner engine.Actions, st c
 	}
 	compute, err := connectNova(ctx, auth, k.startupWait, log)
 	if err != nil {
-		return nil, fmt.Errorf("--driver openstack: %w", err)
+		return nil, nil, fmt.Errorf("--driver openstack: %w", err)
 	}
 	log.Info("OpenStack driver: acting on Nova", "nova", compute.Endpoint, "freepool", d.freepool)
 	drv := openstack.New(openstack.Config{Compute: compute, Store: st, Freepool: d.freepool, AZPrefix: d.azPrefix,
 		DeleteTimeout: d.deleteTimeout, Attempts: d.attempts, Backoff: d.backoff, Logger: log})
 	if inner == nil {
-		return drv, nil
+		return drv, openstack.Deletions{Driver: drv}, nil
 	}
-	return chain{drv, inner}, nil
+	return chain{drv, inner}, openstack.Deletions{Driver: drv}, nil
 }
 
 // connectNova connects, waiting up to wait for a Keystone or Nova that is not up yet.
