@@ -33,6 +33,8 @@ type fakeNova struct {
 	fail []fakeFailure
 	// calls counts requests by "METHOD path".
 	calls map[string]int
+	// hypervisors are the names of the compute hosts (hypervisor and service alike).
+	hypervisors []string
 }
 
 type fakeAgg struct {
@@ -178,6 +180,21 @@ func (f *fakeNova) serve(w http.ResponseWriter, r *http.Request) {
 		default:
 			novaError(w, 400, "badRequest", "unknown aggregate action")
 		}
+	case key == "GET /os-hypervisors/detail":
+		list := []map[string]any{}
+		for i, h := range f.hypervisors {
+			list = append(list, map[string]any{"id": i + 1, "hypervisor_hostname": h, "vcpus": 1000, "memory_mb": 800000, "local_gb": 600000,
+				"cpu_info": `{"arch": "x86_64"}`, "hypervisor_type": "fake", "hypervisor_version": 1000, "service": map[string]any{"host": h, "id": i + 10}})
+		}
+		reply(w, 200, map[string]any{"hypervisors": list})
+	case key == "GET /os-availability-zone/detail":
+		hosts := map[string]any{}
+		for _, h := range f.hypervisors {
+			hosts[h] = map[string]any{"nova-compute": map[string]any{"available": true, "active": true, "updated_at": nil}}
+		}
+		reply(w, 200, map[string]any{"availabilityZoneInfo": []any{
+			map[string]any{"zoneName": "internal", "zoneState": map[string]any{"available": true}, "hosts": map[string]any{"ctl": map[string]any{}}},
+			map[string]any{"zoneName": "nova", "zoneState": map[string]any{"available": true}, "hosts": hosts}}})
 	case key == "GET /servers/detail":
 		q := r.URL.Query()
 		if q.Get("all_tenants") == "" {

@@ -26,7 +26,8 @@ const (
 	DefaultDeleteTimeout = 10 * time.Minute
 	DefaultAttempts      = 5
 	DefaultBackoff       = time.Second
-	DefaultPollInterval  = time.Second
+	DefaultPollInterval  = 200 * time.Millisecond
+	maxPollInterval      = 5 * time.Second // Blazar's fixed interval
 )
 
 // Config configures a Driver.
@@ -42,7 +43,8 @@ type Config struct {
 	AZPrefix string
 	// DeleteTimeout bounds the wait for a reservation's servers to be deleted at its end.
 	DeleteTimeout time.Duration
-	// PollInterval is how often that wait asks Nova.
+	// PollInterval is how long that wait first waits before asking Nova again; it
+	// doubles up to 5 s, so a quick deletion is seen at once and a slow one costs little.
 	PollInterval time.Duration
 	// Attempts and Backoff retry a call that may succeed later: Backoff before the second
 	// attempt, doubled before each later one (at most 30 s).
@@ -276,6 +278,7 @@ func (d *Driver) release(ctx context.Context, rid string, deleteServers bool) er
 // for at most DeleteTimeout.
 func (d *Driver) clearHosts(ctx context.Context, hosts []string) error {
 	deadline := time.Now().Add(d.cfg.DeleteTimeout)
+	wait := d.cfg.PollInterval
 	deleted := map[string]bool{}
 	for {
 		left, err := d.servers(ctx, hosts)
@@ -298,9 +301,10 @@ func (d *Driver) clearHosts(ctx context.Context, hosts []string) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("servers %s on hosts %s were not deleted within %s", serverIDs(left), strings.Join(hosts, ", "), d.cfg.DeleteTimeout)
 		}
-		if err := sleep(ctx, d.cfg.PollInterval); err != nil {
+		if err := sleep(ctx, wait); err != nil {
 			return err
 		}
+		wait = min(2*wait, maxPollInterval)
 	}
 }
 

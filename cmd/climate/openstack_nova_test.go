@@ -74,9 +74,9 @@ func needNova(t *testing.T) *testNova {
 	return n
 }
 
-// reset puts Nova as an operator leaves it for Climate: no servers, no aggregate but a
-// freepool holding every hypervisor (Climate does not yet add hosts there when they are
-// registered). It returns the hypervisors' names.
+// reset puts Nova as an operator leaves it for Climate: no servers, no aggregate but an
+// empty freepool (registering a host in Climate puts it there). It returns the
+// hypervisors' names.
 func (n *testNova) reset(t *testing.T) []string {
 	t.Helper()
 	ctx := context.Background()
@@ -108,23 +108,18 @@ func (n *testNova) reset(t *testing.T) []string {
 	for _, a := range n.aggregates(t) {
 		if a.Name == openstack.DefaultFreepool {
 			free = &a
-			continue
 		}
 		for _, h := range a.Hosts {
 			_, err := aggregates.RemoveHost(ctx, n.compute, a.ID, aggregates.RemoveHostOpts{Host: h}).Extract()
 			must(t, err)
 		}
-		must(t, aggregates.Delete(ctx, n.compute, a.ID).ExtractErr())
+		if a.Name != openstack.DefaultFreepool {
+			must(t, aggregates.Delete(ctx, n.compute, a.ID).ExtractErr())
+		}
 	}
 	if free == nil {
-		free, err = aggregates.Create(ctx, n.compute, aggregates.CreateOpts{Name: openstack.DefaultFreepool}).Extract()
+		_, err = aggregates.Create(ctx, n.compute, aggregates.CreateOpts{Name: openstack.DefaultFreepool}).Extract()
 		must(t, err)
-	}
-	for _, h := range names {
-		if !slices.Contains(free.Hosts, h) {
-			_, err := aggregates.AddHost(ctx, n.compute, free.ID, aggregates.AddHostOpts{Host: h}).Extract()
-			must(t, err)
-		}
 	}
 	return names
 }
@@ -302,6 +297,17 @@ func TestOpenStackDriverHostLease(t *testing.T) {
 	}
 	flavorID, imageID := n.bootable(t)
 	s := n.serve(t, hosts)
+	// Registered, the hosts are in the freepool with what Nova says of them.
+	if got := slices.Sorted(slices.Values(n.aggregate(t, openstack.DefaultFreepool).Hosts)); !slices.Equal(got, hosts) {
+		t.Fatalf("freepool %v after registering %v", got, hosts)
+	}
+	for _, h := range ksCall(t, "GET", s.url+"/v1/os-hosts", "", nil).body["hosts"].([]any) {
+		h := h.(map[string]any)
+		if h["vcpus"] != 1000.0 || h["memory_mb"] != 800000.0 || h["local_gb"] != 600000.0 || h["hypervisor_type"] != "fake" ||
+			h["service_name"] != h["hypervisor_hostname"] || h["availability_zone"] != "nova" {
+			t.Fatalf("a host from the fake driver's hypervisor: %v", h)
+		}
+	}
 	target := hosts[0]
 	start := time.Now().UTC().Add(4 * time.Second).Truncate(time.Second)
 	leaseID, rid := n.hostLease(t, s, target, start)
@@ -477,4 +483,61 @@ func TestOpenStackDriverLeaseDeleted(t *testing.T) {
 		return n.aggregate(t, rid) == nil && slices.Contains(n.aggregate(t, openstack.DefaultFreepool).Hosts, target), nil
 	})
 	t.Logf("lease deleted → server deleted, host back in the freepool, aggregate deleted: %s", done.Sub(deleted).Round(time.Millisecond))
+}
+
+// Hosts come from Nova and keep the freepool in step, as Blazar's: an unknown name is a
+// 404; a host with servers can be neither registered nor deleted; a deleted host leaves
+// the freepool.
+func TestOpenStackDriverHosts(t *testing.T) {
+	n := needNova(t)
+	hosts := n.reset(t)
+	flavorID, imageID := n.bootable(t)
+	s := n.serve(t, nil)
+	if r := ksCall(t, "POST", s.url+"/v1/os-hosts", `{"name": "no-such-hypervisor"}`, nil); r.status != 404 || !strings.Contains(r.raw, "Host 'no-such-hypervisor' not found!") {
+		t.Fatalf("registering an unknown hypervisor: %s", r)
+	}
+	// A server forced onto a host (admins may name it), before and after its registration.
+	pinned := func(host string) string {
+		t.Helper()
+		sv, err := servers.Create(context.Background(), n.compute, servers.CreateOpts{Name: "pinned", FlavorRef: flavorID, ImageRef: imageID,
+			Networks: "none", AvailabilityZone: "nova:" + host}, nil).Extract()
+		must(t, err)
+		if on := n.active(t, sv.ID); on != host {
+			t.Fatalf("the pinned server is on %s, want %s", on, host)
+		}
+		return sv.ID
+	}
+	gone := func(id string) {
+		t.Helper()
+		must(t, ignore404(servers.Delete(context.Background(), n.compute, id).ExtractErr()))
+		n.waitFor(t, "server "+id+" deleted", time.Minute, func() (bool, error) {
+			sv, err := n.server(t, id)
+			return sv == nil, err
+		})
+	}
+	busy := hosts[1]
+	id := pinned(busy)
+	if r := ksCall(t, "POST", s.url+"/v1/os-hosts", fmt.Sprintf(`{"name": %q}`, busy), nil); r.status != 409 || !strings.Contains(r.raw, "Servers ["+id+"] found for host "+busy) {
+		t.Fatalf("registering a host with a server: %s", r)
+	}
+	if slices.Contains(n.aggregate(t, openstack.DefaultFreepool).Hosts, busy) {
+		t.Fatal("a refused host is in the freepool")
+	}
+	gone(id)
+	r := ksCall(t, "POST", s.url+"/v1/os-hosts", fmt.Sprintf(`{"name": %q}`, busy), nil)
+	if r.status != 201 || !slices.Contains(n.aggregate(t, openstack.DefaultFreepool).Hosts, busy) {
+		t.Fatalf("registering %s: %s; freepool %v", busy, r, n.aggregate(t, openstack.DefaultFreepool).Hosts)
+	}
+	hostID := r.body["host"].(map[string]any)["id"].(string)
+	id = pinned(busy)
+	if r := ksCall(t, "DELETE", s.url+"/v1/os-hosts/"+hostID, "", nil); r.status != 409 || !strings.Contains(r.raw, "Servers ["+id+"] found") {
+		t.Fatalf("deleting a host with a server: %s", r)
+	}
+	gone(id)
+	if r := ksCall(t, "DELETE", s.url+"/v1/os-hosts/"+hostID, "", nil); r.status != 204 {
+		t.Fatalf("deleting %s: %s", busy, r)
+	}
+	if slices.Contains(n.aggregate(t, openstack.DefaultFreepool).Hosts, busy) {
+		t.Fatal("a deleted host is still in the freepool")
+	}
 }

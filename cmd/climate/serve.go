@@ -421,6 +421,10 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 	}
 	ready := metrics.NewReadiness(checks...)
 	mtr := metrics.New(&metrics.StoreCollector{Store: st, Clock: clk}, ready)
+	drv, err := openstackDriver(ctx, o, st, log) // nil: standalone
+	if err != nil {
+		return err
+	}
 	sole := false
 	acts := &actionSet{}
 	var driverDest notify.Destination // the driver's release of deleted leases
@@ -444,9 +448,7 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 		if acts, err = buildActions(&o.actions, st, clk, log, sole, pg, maxSleep); err != nil {
 			return err
 		}
-		if acts.engine, driverDest, err = withDriver(ctx, o, acts.engine, st, log); err != nil {
-			return err
-		}
+		acts.engine, driverDest = withDriver(drv, acts.engine)
 	}
 	// The delivery worker runs where the engine runs (on SQLite, the one engine process).
 	var deliverer *notify.Worker
@@ -541,7 +543,7 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 		}
 		runHub(ctx, &wg, hub, pg, runEngine && onPostgres)
 		webhooks := &webhook.Service{Store: st, Clock: clk, Guard: webhook.Guard{AllowPrivate: o.notify.webhook.allowPrivate}, Sender: hooks, Notified: notified, Policy: pol}
-		api := &climatehttp.Server{Leases: mgr, Hosts: mgr, Availability: mgr, Auth: auth, Logger: log, CrossOrigin: origins, Notifications: hub, Webhooks: webhooks,
+		api := &climatehttp.Server{Leases: mgr, Hosts: hostService(mgr, drv, pol), Availability: mgr, Auth: auth, Logger: log, CrossOrigin: origins, Notifications: hub, Webhooks: webhooks,
 			FloatingIPs: mgr, Flavors: mgr, Audit: mgr, Observe: mtr.Request,
 			UI: ui.Handler()}
 		var limited net.Listener

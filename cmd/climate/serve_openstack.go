@@ -50,28 +50,26 @@ hosts go back to the freepool. Climate authenticates as its service user of the
 	f.DurationVar(&o.backoff, "openstack-retry-wait", openstack.DefaultBackoff, "wait before an OpenStack call's second attempt, doubled before each later one")
 }
 
-// withDriver returns the engine's actions with the configured driver's before inner's
-// (hooks; nil for none), and the driver's notification destination (nil for none): a
-// deleted lease's release.
-func withDriver(ctx context.Context, o *serveOptions, inner engine.Actions, st climate.Store, log *slog.Logger) (engine.Actions, notify.Destination, error) {
+// openstackDriver returns the driver --driver names, connected (nil for standalone).
+func openstackDriver(ctx context.Context, o *serveOptions, st climate.Store, log *slog.Logger) (*openstack.Driver, error) {
 	d := &o.driver
 	switch d.name {
 	case "", "standalone":
-		return inner, nil, nil
+		return nil, nil
 	case "openstack":
 	default:
-		return nil, nil, fmt.Errorf("--driver %q: want standalone or openstack", d.name)
+		return nil, fmt.Errorf("--driver %q: want standalone or openstack", d.name)
 	}
 	k := &o.keystone
 	switch {
 	case k.url == "":
-		return nil, nil, errors.New("--driver openstack needs --keystone-url (Keystone's identity URL) and Climate's service user")
+		return nil, errors.New("--driver openstack needs --keystone-url (Keystone's identity URL) and Climate's service user")
 	case k.appCredID == "" && (k.username == "" || k.project == "" || k.password == ""):
-		return nil, nil, errors.New("--driver openstack needs Climate's service user: --keystone-username, --keystone-project and CLIMATE_KEYSTONE_PASSWORD, or --keystone-application-credential-id and CLIMATE_KEYSTONE_APPLICATION_CREDENTIAL_SECRET")
+		return nil, errors.New("--driver openstack needs Climate's service user: --keystone-username, --keystone-project and CLIMATE_KEYSTONE_PASSWORD, or --keystone-application-credential-id and CLIMATE_KEYSTONE_APPLICATION_CREDENTIAL_SECRET")
 	case k.appCredID != "" && k.appCredSecret == "":
-		return nil, nil, errors.New("--keystone-application-credential-id needs its secret: set CLIMATE_KEYSTONE_APPLICATION_CREDENTIAL_SECRET")
+		return nil, errors.New("--keystone-application-credential-id needs its secret: set CLIMATE_KEYSTONE_APPLICATION_CREDENTIAL_SECRET")
 	case d.attempts < 1 || d.backoff < 0 || d.deleteTimeout <= 0:
-		return nil, nil, errors.New("--openstack-attempts, --openstack-retry-wait, --nova-server-delete-timeout: want at least 1 attempt, a wait of 0 or more and a positive timeout")
+		return nil, errors.New("--openstack-attempts, --openstack-retry-wait, --nova-server-delete-timeout: want at least 1 attempt, a wait of 0 or more and a positive timeout")
 	}
 	auth := openstack.Auth{URL: k.url, Username: k.username, Password: k.password, Project: k.project,
 		UserDomain: k.userDomain, ProjectDomain: k.projectDomain, CAFile: k.caFile, Timeout: k.timeout,
@@ -82,15 +80,32 @@ func withDriver(ctx context.Context, o *serveOptions, inner engine.Actions, st c
 	}
 	compute, err := connectNova(ctx, auth, k.startupWait, log)
 	if err != nil {
-		return nil, nil, fmt.Errorf("--driver openstack: %w", err)
+		return nil, fmt.Errorf("--driver openstack: %w", err)
 	}
 	log.Info("OpenStack driver: acting on Nova", "nova", compute.Endpoint, "freepool", d.freepool)
-	drv := openstack.New(openstack.Config{Compute: compute, Store: st, Freepool: d.freepool, AZPrefix: d.azPrefix,
-		DeleteTimeout: d.deleteTimeout, Attempts: d.attempts, Backoff: d.backoff, Logger: log})
-	if inner == nil {
-		return drv, openstack.Deletions{Driver: drv}, nil
+	return openstack.New(openstack.Config{Compute: compute, Store: st, Freepool: d.freepool, AZPrefix: d.azPrefix,
+		DeleteTimeout: d.deleteTimeout, Attempts: d.attempts, Backoff: d.backoff, Logger: log}), nil
+}
+
+// withDriver returns the engine's actions with drv's before inner's (hooks; nil for
+// none), and drv's notification destination, a deleted lease's release (nil for none).
+func withDriver(drv *openstack.Driver, inner engine.Actions) (engine.Actions, notify.Destination) {
+	switch {
+	case drv == nil:
+		return inner, nil
+	case inner == nil:
+		return drv, openstack.Deletions{Driver: drv}
 	}
-	return chain{drv, inner}, openstack.Deletions{Driver: drv}, nil
+	return chain{drv, inner}, openstack.Deletions{Driver: drv}
+}
+
+// hostService is the API's host service: with the driver, hosts come from Nova and the
+// freepool follows them.
+func hostService(mgr climate.HostService, drv *openstack.Driver, pol climate.Policy) climate.HostService {
+	if drv == nil {
+		return mgr
+	}
+	return openstack.Hosts{HostService: mgr, Driver: drv, Policy: pol}
 }
 
 // connectNova connects, waiting up to wait for a Keystone or Nova that is not up yet.
