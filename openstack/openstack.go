@@ -90,7 +90,7 @@ func (d *Driver) OnStart(ctx context.Context, l *climate.Lease) error {
 // OnEnd deletes the servers on each host reservation's hosts, waits for them to go, and
 // gives the hosts back to the freepool.
 func (d *Driver) OnEnd(ctx context.Context, l *climate.Lease) error {
-	return d.each(ctx, l, func(ctx context.Context, l *climate.Lease, r *climate.Reservation, _ []string) error {
+	return d.each(ctx, l, func(ctx context.Context, l *climate.Lease, r *climate.Reservation) error {
 		return d.release(ctx, r.ID, true)
 	})
 }
@@ -98,7 +98,7 @@ func (d *Driver) OnEnd(ctx context.Context, l *climate.Lease) error {
 // BeforeEnd snapshots the servers of each host reservation whose before_end action is
 // "snapshot", as Blazar does ("default" is Blazar's default, which does nothing).
 func (d *Driver) BeforeEnd(ctx context.Context, l *climate.Lease) error {
-	return d.each(ctx, l, func(ctx context.Context, l *climate.Lease, r *climate.Reservation, _ []string) error {
+	return d.each(ctx, l, func(ctx context.Context, l *climate.Lease, r *climate.Reservation) error {
 		if r.BeforeEnd != "snapshot" {
 			return nil
 		}
@@ -106,34 +106,33 @@ func (d *Driver) BeforeEnd(ctx context.Context, l *climate.Lease) error {
 	})
 }
 
-// each runs act on every physical:host reservation of l, with its hosts' Nova names.
-func (d *Driver) each(ctx context.Context, l *climate.Lease, act func(context.Context, *climate.Lease, *climate.Reservation, []string) error) error {
+// each runs act on every physical:host reservation of l.
+func (d *Driver) each(ctx context.Context, l *climate.Lease, act func(context.Context, *climate.Lease, *climate.Reservation) error) error {
 	for i := range l.Reservations {
 		r := &l.Reservations[i]
 		if r.ResourceType != climate.ResourceTypeHost {
 			continue
 		}
-		hosts, err := d.hostNames(ctx, r)
-		if err != nil {
-			return fmt.Errorf("reservation %s: reading its hosts: %w", r.ID, err)
-		}
-		if err := act(ctx, l, r, hosts); err != nil {
+		if err := act(ctx, l, r); err != nil {
 			return fmt.Errorf("reservation %s: %w", r.ID, err)
 		}
 	}
 	return nil
 }
 
-// hostNames returns the Nova service names of r's hosts (as Blazar, which names hosts
-// to aggregates by service_name), sorted.
-func (d *Driver) hostNames(ctx context.Context, r *climate.Reservation) ([]string, error) {
+// host is one host of a reservation: Climate's id and Nova's service name (Blazar names
+// hosts to aggregates by service_name).
+type host struct{ id, name string }
+
+// hosts returns r's hosts, sorted by name.
+func (d *Driver) hosts(ctx context.Context, r *climate.Reservation) ([]host, error) {
 	ids := map[string]bool{}
 	for _, a := range r.Allocations {
 		ids[a.ResourceID] = true
 	}
-	var names []string
+	var out []host
 	err := d.cfg.Store.View(ctx, func(tx climate.Tx) error {
-		names = names[:0]
+		out = out[:0]
 		for id := range ids {
 			h, err := tx.GetHost(ctx, id)
 			if err != nil {
@@ -143,17 +142,24 @@ func (d *Driver) hostNames(ctx context.Context, r *climate.Reservation) ([]strin
 			if name == "" {
 				name = h.HypervisorHostname
 			}
-			names = append(names, name)
+			out = append(out, host{id: id, name: name})
 		}
 		return nil
 	})
-	sort.Strings(names)
-	return names, err
+	if err != nil {
+		return nil, fmt.Errorf("reading its hosts: %w", err)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out, nil
 }
 
 // start makes r's aggregate and moves hosts into it; on failure it gives back what it
 // moved, as Blazar does.
-func (d *Driver) start(ctx context.Context, l *climate.Lease, r *climate.Reservation, hosts []string) error {
+func (d *Driver) start(ctx context.Context, l *climate.Lease, r *climate.Reservation) error {
+	hosts, err := d.hosts(ctx, r)
+	if err != nil {
+		return err
+	}
 	agg, err := d.ensureAggregate(ctx, r.ID, l.ProjectID)
 	if err != nil {
 		return err
@@ -202,38 +208,71 @@ func (d *Driver) ensureAggregate(ctx context.Context, rid, project string) (*agg
 	return agg, err
 }
 
-// moveIn adds each host to agg and then takes it out of the freepool. A host in neither
-// is refused (Blazar's HostNotInFreePool). Servers on a host still in the freepool are
-// deleted first, as Blazar terminates preemptible instances there.
-func (d *Driver) moveIn(ctx context.Context, agg *aggregates.Aggregate, hosts []string) error {
-	free, err := d.freepool(ctx)
-	if err != nil {
-		return err
-	}
+// moveIn adds each host to agg and then takes it out of where it was: the freepool or, for
+// a host taken back from a preemptible lease, that lease's aggregate. A host in neither is
+// refused (Blazar's HostNotInFreePool). Servers on a host not yet in agg are deleted first
+// (Blazar terminates the preemptible instances of the freepool; a preempted lease's
+// servers go too) and waited for, so none is left when the new owner can boot there.
+// Aggregates that are not Blazar's (no blazar:owner) are left alone.
+func (d *Driver) moveIn(ctx context.Context, agg *aggregates.Aggregate, hosts []host) error {
 	for _, h := range hosts {
-		inFree, inAgg := slices.Contains(free.Hosts, h), slices.Contains(agg.Hosts, h)
-		if !inAgg {
-			if !inFree {
-				return fmt.Errorf("host %s is not in the freepool aggregate %q (add it there when registering it, as Blazar does)", h, d.cfg.Freepool)
+		all, err := d.aggregates(ctx)
+		if err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(all, func(a aggregates.Aggregate) bool { return a.Name == d.cfg.Freepool }) {
+			return d.noFreepool()
+		}
+		var from []*aggregates.Aggregate // where h is to leave
+		for i := range all {
+			a := &all[i]
+			if a.ID == agg.ID || !slices.Contains(a.Hosts, h.name) {
+				continue
 			}
-			servers, err := d.servers(ctx, []string{h})
-			if err != nil {
+			switch {
+			case a.Name == d.cfg.Freepool:
+				from = append(from, a)
+			case a.Metadata[OwnerKey] != "":
+				held, err := d.holds(ctx, a.Name, h.id)
+				if err != nil {
+					return err
+				}
+				if held {
+					return fmt.Errorf("host %s is in the aggregate of reservation %s, which holds it", h.name, a.Name)
+				}
+				from = append(from, a) // taken back from a preemptible lease
+			}
+		}
+		if !slices.Contains(agg.Hosts, h.name) {
+			if len(from) == 0 {
+				return fmt.Errorf("host %s is not in the freepool aggregate %q (add it there when registering it, as Blazar does)", h.name, d.cfg.Freepool)
+			}
+			if err := d.clearHosts(ctx, []string{h.name}); err != nil {
 				return err
 			}
-			if err := d.deleteServers(ctx, servers); err != nil {
-				return err
-			}
-			if err := d.hostAction(ctx, agg, h, true); err != nil {
+			if err := d.hostAction(ctx, agg, h.name, true); err != nil {
 				return err
 			}
 		}
-		if inFree {
-			if err := d.hostAction(ctx, free, h, false); err != nil {
+		for _, a := range from {
+			if err := d.hostAction(ctx, a, h.name, false); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// holds says whether reservation rid holds host id now (by Climate's allocations).
+func (d *Driver) holds(ctx context.Context, rid, id string) (bool, error) {
+	now := time.Now()
+	var held bool
+	err := d.cfg.Store.View(ctx, func(tx climate.Tx) error {
+		as, err := tx.ListAllocations(ctx, climate.AllocationFilter{ResourceIDs: []string{id}, ReservationID: rid, From: now, To: now.Add(time.Microsecond)})
+		held = len(as) > 0
+		return err
+	})
+	return held, err
 }
 
 // release gives the hosts of reservation rid's aggregate back to the freepool and
@@ -399,33 +438,42 @@ func (d *Driver) hostAction(ctx context.Context, agg *aggregates.Aggregate, host
 func (d *Driver) freepool(ctx context.Context) (*aggregates.Aggregate, error) {
 	free, err := d.findAggregate(ctx, d.cfg.Freepool)
 	if err == nil && free == nil {
-		err = fmt.Errorf("no freepool aggregate %q in Nova (create it and add the hosts registered in Climate)", d.cfg.Freepool)
+		err = d.noFreepool()
 	}
 	return free, err
+}
+
+func (d *Driver) noFreepool() error {
+	return fmt.Errorf("no freepool aggregate %q in Nova (the operator creates it, as for Blazar)", d.cfg.Freepool)
 }
 
 // findAggregate returns the aggregate named name, or nil. Nova cannot look aggregates up
 // by name, so this lists them (as Blazar does).
 func (d *Driver) findAggregate(ctx context.Context, name string) (*aggregates.Aggregate, error) {
-	var found *aggregates.Aggregate
+	all, err := d.aggregates(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for i := range all {
+		if all[i].Name == name {
+			return &all[i], nil
+		}
+	}
+	return nil, nil
+}
+
+// aggregates lists Nova's aggregates.
+func (d *Driver) aggregates(ctx context.Context) ([]aggregates.Aggregate, error) {
+	var all []aggregates.Aggregate
 	err := d.retry(ctx, "list aggregates", func(ctx context.Context) error {
 		pages, err := aggregates.List(d.cfg.Compute).AllPages(ctx)
 		if err != nil {
 			return err
 		}
-		all, err := aggregates.ExtractAggregates(pages)
-		if err != nil {
-			return err
-		}
-		found = nil
-		for i := range all {
-			if all[i].Name == name {
-				found = &all[i]
-			}
-		}
-		return nil
+		all, err = aggregates.ExtractAggregates(pages)
+		return err
 	})
-	return found, err
+	return all, err
 }
 
 // retry runs call until it succeeds, fails for good, or has had cfg.Attempts attempts;

@@ -313,3 +313,68 @@ func TestDeletedLeaseReleased(t *testing.T) {
 		t.Fatal("accepts lease.update")
 	}
 }
+
+// A host taken back from a preemptible lease is in that lease's aggregate, not in the
+// freepool, when the reserving lease starts: it moves over (its servers deleted first)
+// once Climate says the preemptible reservation no longer holds it, and not before.
+func TestHostTakenBackFromPreemptibleLease(t *testing.T) {
+	ctx := context.Background()
+	d := newTestDriver(t, "h1")
+	var hostID string
+	for id := range d.hosts {
+		hostID = id
+	}
+	// The preemptible lease's reservation "pre-r1" held h1 until a second ago.
+	now := time.Now()
+	pre := &climate.Lease{ID: "pre", Name: "pre", ProjectID: "other", Start: now.Add(-time.Hour), End: now.Add(time.Hour),
+		Status: climate.LeaseActive, CreatedAt: now, Preemptible: true,
+		Reservations: []climate.Reservation{{ID: "pre-r1", LeaseID: "pre", ResourceType: climate.ResourceTypeHost, Status: climate.ReservationActive,
+			Min: 1, Max: 1, CreatedAt: now, Allocations: []climate.Allocation{{ID: "pre-a1", ReservationID: "pre-r1", LeaseID: "pre",
+				ResourceID: hostID, Start: now.Add(-time.Hour), End: now.Add(time.Second), Preemptible: true}}}}}
+	if err := d.cfg.Store.Update(ctx, func(tx climate.Tx) error { return tx.InsertLease(ctx, pre) }); err != nil {
+		t.Fatal(err)
+	}
+	free := d.nova.byName(DefaultFreepool)
+	d.nova.mu.Lock()
+	d.nova.aggs[free.ID].Hosts = nil
+	d.nova.mu.Unlock()
+	old := d.nova.aggregate("pre-r1", "h1")
+	d.nova.mu.Lock()
+	d.nova.aggs[old].Metadata[OwnerKey] = "other"
+	d.nova.servers["preempted-vm"] = fakeServer{host: "h1", project: "other"}
+	d.nova.mu.Unlock()
+
+	// Still held: refused, and nothing moves.
+	err := d.OnStart(ctx, d.lease("h1"))
+	if err == nil || !strings.Contains(err.Error(), "h1 is in the aggregate of reservation pre-r1, which holds it") {
+		t.Fatalf("a start on a host still held: %v", err)
+	}
+	if got := hostsOf(d.nova.byName("pre-r1")); !slices.Equal(got, []string{"h1"}) {
+		t.Fatalf("the holder's aggregate %v", got)
+	}
+
+	// Taken back (the allocation ended): the host moves, its servers gone.
+	err = d.cfg.Store.Update(ctx, func(tx climate.Tx) error {
+		pre.Reservations[0].Allocations[0].End = now.Add(-time.Second)
+		return tx.UpdateLease(ctx, pre)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.OnStart(ctx, d.lease("h1")); err != nil {
+		t.Fatal(err)
+	}
+	d.nova.mu.Lock()
+	_, vmLeft := d.nova.servers["preempted-vm"]
+	d.nova.mu.Unlock()
+	if vmLeft || !slices.Equal(hostsOf(d.nova.byName("res-1")), []string{"h1"}) || len(hostsOf(d.nova.byName("pre-r1"))) != 0 {
+		t.Fatalf("after the handoff: preempted server left %v, new aggregate %v, old %v", vmLeft, hostsOf(d.nova.byName("res-1")), hostsOf(d.nova.byName("pre-r1")))
+	}
+	// The preemptible lease's end then releases nothing of h1's.
+	if err := d.OnEnd(ctx, pre); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(hostsOf(d.nova.byName("res-1")), []string{"h1"}) || d.nova.byName("pre-r1") != nil {
+		t.Fatalf("after the preempted lease's end: new aggregate %v, old %+v", hostsOf(d.nova.byName("res-1")), d.nova.byName("pre-r1"))
+	}
+}
