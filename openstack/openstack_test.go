@@ -294,7 +294,7 @@ func TestDeletedLeaseReleased(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	del := Deletions{Driver: d.Driver}
+	del := Changes{Driver: d.Driver}
 	if !del.Accepts(n) {
 		t.Fatal("lease.delete not accepted")
 	}
@@ -309,8 +309,8 @@ func TestDeletedLeaseReleased(t *testing.T) {
 	if left != 0 || d.nova.byName("res-1") != nil || !slices.Equal(hostsOf(d.nova.byName(DefaultFreepool)), []string{"h1", "h2"}) {
 		t.Fatalf("after the deletion: %d servers, aggregate %+v, freepool %+v", left, d.nova.byName("res-1"), d.nova.byName(DefaultFreepool))
 	}
-	if del.Accepts(&climate.Notification{EventType: climate.NotifyLeaseUpdate}) {
-		t.Fatal("accepts lease.update")
+	if del.Accepts(&climate.Notification{EventType: climate.NotifyLeaseCreate}) {
+		t.Fatal("accepts lease.create")
 	}
 }
 
@@ -376,5 +376,57 @@ func TestHostTakenBackFromPreemptibleLease(t *testing.T) {
 	}
 	if !slices.Equal(hostsOf(d.nova.byName("res-1")), []string{"h1"}) || d.nova.byName("pre-r1") != nil {
 		t.Fatalf("after the preempted lease's end: new aggregate %v, old %+v", hostsOf(d.nova.byName("res-1")), d.nova.byName("pre-r1"))
+	}
+}
+
+// An update of an active lease brings its aggregate in step with the hosts it holds now.
+func TestActiveLeaseUpdateSynced(t *testing.T) {
+	ctx := context.Background()
+	d := newTestDriver(t, "h1", "h2", "h3")
+	ids := map[string]string{}
+	for id, name := range d.hosts {
+		ids[name] = id
+	}
+	now := time.Now()
+	alloc := func(h string) climate.Allocation {
+		return climate.Allocation{ID: "a-" + h, ReservationID: "res-1", LeaseID: "lease-1", ResourceID: ids[h], Start: now.Add(-time.Minute), End: now.Add(time.Hour)}
+	}
+	l := &climate.Lease{ID: "lease-1", Name: "l", ProjectID: "proj", Start: now.Add(-time.Minute), End: now.Add(time.Hour), Status: climate.LeaseActive, CreatedAt: now,
+		Reservations: []climate.Reservation{{ID: "res-1", LeaseID: "lease-1", ResourceType: climate.ResourceTypeHost, Status: climate.ReservationActive,
+			Min: 1, Max: 1, CreatedAt: now, Allocations: []climate.Allocation{alloc("h1"), alloc("h3")}}}}
+	if err := d.cfg.Store.Update(ctx, func(tx climate.Tx) error { return tx.InsertLease(ctx, l) }); err != nil {
+		t.Fatal(err)
+	}
+	// Started with h1 and h3; the update then holds h1 and h2.
+	if err := d.OnStart(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	d.nova.mu.Lock()
+	d.nova.servers["on-h3"] = fakeServer{host: "h3", project: "proj"}
+	d.nova.mu.Unlock()
+	err := d.cfg.Store.Update(ctx, func(tx climate.Tx) error {
+		l.Reservations[0].Allocations = []climate.Allocation{alloc("h1"), alloc("h2")}
+		return tx.UpdateLease(ctx, l)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &climate.Notification{EventType: climate.NotifyLeaseUpdate, LeaseID: "lease-1"}
+	c := Changes{Driver: d.Driver}
+	for range 2 { // at least once
+		if err := c.Deliver(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.nova.mu.Lock()
+	_, left := d.nova.servers["on-h3"]
+	d.nova.mu.Unlock()
+	if got := hostsOf(d.nova.byName("res-1")); !slices.Equal(got, []string{"h1", "h2"}) || left ||
+		!slices.Equal(hostsOf(d.nova.byName(DefaultFreepool)), []string{"h3"}) {
+		t.Fatalf("after the update: aggregate %v, freepool %v, h3's server left %v", got, hostsOf(d.nova.byName(DefaultFreepool)), left)
+	}
+	// An update of a lease that has not started, or no longer exists, does nothing.
+	if err := c.Deliver(ctx, &climate.Notification{EventType: climate.NotifyLeaseUpdate, LeaseID: "gone"}); err != nil {
+		t.Fatal(err)
 	}
 }

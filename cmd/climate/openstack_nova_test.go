@@ -541,3 +541,31 @@ func TestOpenStackDriverHosts(t *testing.T) {
 		t.Fatal("a deleted host is still in the freepool")
 	}
 }
+
+// An active host lease that an update grows gets the new host in its aggregate (through
+// the lease.update notification), as Blazar adds it; its end gives both back.
+func TestOpenStackDriverActiveLeaseGrows(t *testing.T) {
+	n := needNova(t)
+	hosts := n.reset(t)
+	s := n.serve(t, hosts)
+	leaseID, rid := n.hostLease(t, s, hosts[0], time.Now().UTC().Add(2*time.Second).Truncate(time.Second))
+	n.waitFor(t, "the lease ACTIVE", 30*time.Second, func() (bool, error) {
+		r := ksCall(t, "GET", s.url+"/v1/leases/"+leaseID, "", n.owner())
+		return r.body["lease"].(map[string]any)["status"] == "ACTIVE", nil
+	})
+	r := ksCall(t, "PUT", s.url+"/v1/leases/"+leaseID, fmt.Sprintf(`{"reservations": [{"id": %q, "min": 2, "max": 2, "hypervisor_properties": ""}]}`, rid), n.owner())
+	if r.status != 200 {
+		t.Fatalf("growing the active lease: %s", r)
+	}
+	n.waitFor(t, "both hosts in the reservation's aggregate", 30*time.Second, func() (bool, error) {
+		a := n.aggregate(t, rid)
+		return a != nil && slices.Equal(slices.Sorted(slices.Values(a.Hosts)), hosts) && len(n.aggregate(t, openstack.DefaultFreepool).Hosts) == 0, nil
+	})
+	end := time.Now().UTC().Add(2 * time.Second).Truncate(time.Second)
+	if r := ksCall(t, "PUT", s.url+"/v1/leases/"+leaseID, fmt.Sprintf(`{"end_date": %q}`, end.Format("2006-01-02 15:04:05")), n.owner()); r.status != 200 {
+		t.Fatalf("moving the end: %s", r)
+	}
+	n.waitFor(t, "both hosts back in the freepool", time.Minute, func() (bool, error) {
+		return n.aggregate(t, rid) == nil && slices.Equal(slices.Sorted(slices.Values(n.aggregate(t, openstack.DefaultFreepool).Hosts)), hosts), nil
+	})
+}

@@ -94,9 +94,9 @@ func withDriver(drv *openstack.Driver, inner engine.Actions) (engine.Actions, no
 	case drv == nil:
 		return inner, nil
 	case inner == nil:
-		return drv, openstack.Deletions{Driver: drv}
+		return drv, openstack.Changes{Driver: drv}
 	}
-	return chain{drv, inner}, openstack.Deletions{Driver: drv}
+	return chain{drv, inner}, openstack.Changes{Driver: drv}
 }
 
 // hostService is the API's host service: with the driver, hosts come from Nova and the
