@@ -279,29 +279,53 @@ func (d *Driver) holds(ctx context.Context, rid, id string) (bool, error) {
 // deletes the aggregate; with deleteServers, it deletes their servers first and waits
 // for them to go (Blazar's on_end). A missing aggregate means it is done already.
 func (d *Driver) release(ctx context.Context, rid string, deleteServers bool) error {
-	agg, err := d.findAggregate(ctx, rid)
-	if err != nil || agg == nil {
+	all, err := d.aggregates(ctx)
+	if err != nil {
 		return err
 	}
-	if deleteServers && len(agg.Hosts) > 0 {
-		if err := d.clearHosts(ctx, agg.Hosts); err != nil {
+	var agg *aggregates.Aggregate
+	for i := range all {
+		if all[i].Name == rid {
+			agg = &all[i]
+		}
+	}
+	if agg == nil {
+		return nil
+	}
+	// A host also in another reservation's aggregate was handed over to it (a start that
+	// took it back from this preemptible lease, interrupted before it left here): its
+	// servers and place are the new holder's; it only leaves this aggregate.
+	var mine, handed []string
+	for _, h := range agg.Hosts {
+		if slices.ContainsFunc(all, func(a aggregates.Aggregate) bool {
+			return a.ID != agg.ID && a.Metadata[OwnerKey] != "" && slices.Contains(a.Hosts, h)
+		}) {
+			handed = append(handed, h)
+		} else {
+			mine = append(mine, h)
+		}
+	}
+	if deleteServers && len(mine) > 0 {
+		if err := d.clearHosts(ctx, mine); err != nil {
 			return err
 		}
 	}
-	if len(agg.Hosts) > 0 {
+	if len(mine) > 0 {
 		free, err := d.freepool(ctx)
 		if err != nil {
 			return err
 		}
-		for _, h := range slices.Clone(agg.Hosts) {
+		for _, h := range mine {
 			if !slices.Contains(free.Hosts, h) {
 				if err := d.hostAction(ctx, free, h, true); err != nil {
 					return err
 				}
 			}
-			if err := d.hostAction(ctx, agg, h, false); err != nil {
-				return err
-			}
+		}
+	}
+	for _, h := range append(mine, handed...) {
+		if err := d.hostAction(ctx, agg, h, false); err != nil {
+			return err
 		}
 	}
 	return d.retry(ctx, "delete aggregate "+rid, func(ctx context.Context) error {

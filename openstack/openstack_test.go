@@ -430,3 +430,35 @@ func TestActiveLeaseUpdateSynced(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A preemptible lease ending while a start that took its host back was interrupted (the
+// host in both aggregates) leaves the host and its servers to the new holder.
+func TestEndLeavesHandedOverHost(t *testing.T) {
+	ctx := context.Background()
+	d := newTestDriver(t, "h1", "h2")
+	pre := d.nova.aggregate("pre-r1", "h1", "h2")
+	next := d.nova.aggregate("res-1", "h1")
+	free := d.nova.byName(DefaultFreepool)
+	d.nova.mu.Lock()
+	d.nova.aggs[pre].Metadata[OwnerKey] = "other"
+	d.nova.aggs[next].Metadata[OwnerKey] = "proj"
+	d.nova.aggs[free.ID].Hosts = nil
+	d.nova.servers["new-owners"] = fakeServer{host: "h1", project: "proj"}
+	d.nova.servers["preempted"] = fakeServer{host: "h2", project: "other"}
+	d.nova.mu.Unlock()
+	l := &climate.Lease{ID: "pre", ProjectID: "other", Reservations: []climate.Reservation{{ID: "pre-r1", ResourceType: climate.ResourceTypeHost}}}
+	if err := d.OnEnd(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	d.nova.mu.Lock()
+	_, kept := d.nova.servers["new-owners"]
+	_, left := d.nova.servers["preempted"]
+	d.nova.mu.Unlock()
+	if !kept || left {
+		t.Fatalf("the new holder's server kept: %v; the preempted lease's left: %v", kept, left)
+	}
+	if d.nova.byName("pre-r1") != nil || !slices.Equal(hostsOf(d.nova.byName("res-1")), []string{"h1"}) ||
+		!slices.Equal(hostsOf(d.nova.byName(DefaultFreepool)), []string{"h2"}) {
+		t.Fatalf("after the end: old %+v, new %v, freepool %v", d.nova.byName("pre-r1"), hostsOf(d.nova.byName("res-1")), hostsOf(d.nova.byName(DefaultFreepool)))
+	}
+}
