@@ -47,10 +47,14 @@ func (c Changes) Deliver(ctx context.Context, n *climate.Notification) error {
 		return fmt.Errorf("lease %s: reading its deletion: %w", n.LeaseID, err)
 	}
 	for _, r := range lease.Reservations {
-		if r.ResourceType != climate.ResourceTypeHost {
-			continue
+		var err error
+		switch r.ResourceType {
+		case climate.ResourceTypeHost:
+			err = c.Driver.release(ctx, r.ID, true)
+		case InstanceType:
+			err = c.Driver.endInstances(ctx, r.ID)
 		}
-		if err := c.Driver.release(ctx, r.ID, true); err != nil {
+		if err != nil {
 			return fmt.Errorf("lease %s deleted: reservation %s: %w", n.LeaseID, r.ID, err)
 		}
 	}
@@ -75,7 +79,7 @@ func (c Changes) updated(ctx context.Context, leaseID string) error {
 	if l.Status != climate.LeaseActive {
 		return nil // not started (its start moves the hosts) or ending (its end releases them)
 	}
-	return c.Driver.each(ctx, l, c.Driver.sync)
+	return c.Driver.each(ctx, l, c.Driver.sync, nil)
 }
 
 // sync makes r's aggregate hold the hosts r holds now: missing ones move in, others are

@@ -28,9 +28,16 @@ type Auth struct {
 	Timeout                     time.Duration // bound of each request (default 30 s)
 }
 
-// Connect authenticates and returns a client of Nova's compute API. The provider
-// re-authenticates by itself when its token expires. Errors never contain the secret.
-func Connect(ctx context.Context, a Auth) (*gophercloud.ServiceClient, error) {
+// Clients are the OpenStack APIs the driver uses.
+type Clients struct {
+	Compute   *gophercloud.ServiceClient
+	Placement *gophercloud.ServiceClient // nil when the catalog has none
+}
+
+// Connect authenticates and returns clients of Nova's compute API and of Placement. The
+// provider re-authenticates by itself when its token expires. Errors never contain the
+// secret.
+func Connect(ctx context.Context, a Auth) (*Clients, error) {
 	if a.URL == "" {
 		return nil, errors.New("no Keystone URL")
 	}
@@ -61,11 +68,17 @@ func Connect(ctx context.Context, a Auth) (*gophercloud.ServiceClient, error) {
 	if err := gopheros.Authenticate(ctx, provider, opts); err != nil {
 		return nil, fmt.Errorf("authenticating with Keystone at %s: %s", a.URL, Message(err))
 	}
-	compute, err := gopheros.NewComputeV2(provider, gophercloud.EndpointOpts{Region: a.Region, Availability: gophercloud.Availability(or(a.Interface, "public"))})
+	eo := gophercloud.EndpointOpts{Region: a.Region, Availability: gophercloud.Availability(or(a.Interface, "public"))}
+	compute, err := gopheros.NewComputeV2(provider, eo)
 	if err != nil {
 		return nil, fmt.Errorf("finding Nova in Keystone's catalog: %w", err)
 	}
-	return compute, nil
+	c := &Clients{Compute: compute}
+	if placement, err := gopheros.NewPlacementV1(provider, eo); err == nil {
+		placement.Microversion = "1.14" // nested providers (parent_provider_uuid)
+		c.Placement = placement
+	}
+	return c, nil
 }
 
 func or[T comparable](v, def T) T {

@@ -35,6 +35,9 @@ type Config struct {
 	// Compute is Nova's API, authenticated as a user allowed to manage aggregates and
 	// every project's servers (admin).
 	Compute *gophercloud.ServiceClient
+	// Placement is Placement's API (instance reservations' inventories); nil refuses
+	// instance reservations.
+	Placement *gophercloud.ServiceClient
 	// Store names the hosts of a lease (their Nova service name).
 	Store climate.Store
 	// Freepool is the aggregate of free hosts (DefaultFreepool).
@@ -82,16 +85,19 @@ func New(cfg Config) *Driver {
 	return &Driver{cfg: cfg}
 }
 
-// OnStart moves each host reservation's hosts from the freepool into its aggregate.
+// OnStart moves each host reservation's hosts from the freepool into its aggregate, and
+// makes each instance reservation's flavor, aggregate and inventories.
 func (d *Driver) OnStart(ctx context.Context, l *climate.Lease) error {
-	return d.each(ctx, l, d.start)
+	return d.each(ctx, l, d.start, d.startInstances)
 }
 
-// OnEnd deletes the servers on each host reservation's hosts, waits for them to go, and
-// gives the hosts back to the freepool.
+// OnEnd deletes the servers of each reservation, waits for them to go, and gives its
+// hosts back.
 func (d *Driver) OnEnd(ctx context.Context, l *climate.Lease) error {
 	return d.each(ctx, l, func(ctx context.Context, l *climate.Lease, r *climate.Reservation) error {
 		return d.release(ctx, r.ID, true)
+	}, func(ctx context.Context, l *climate.Lease, r *climate.Reservation) error {
+		return d.endInstances(ctx, r.ID)
 	})
 }
 
@@ -103,14 +109,26 @@ func (d *Driver) BeforeEnd(ctx context.Context, l *climate.Lease) error {
 			return nil
 		}
 		return d.snapshot(ctx, r.ID)
-	})
+	}, nil)
 }
 
-// each runs act on every physical:host reservation of l.
-func (d *Driver) each(ctx context.Context, l *climate.Lease, act func(context.Context, *climate.Lease, *climate.Reservation) error) error {
+// action is what an event does to one reservation.
+type action func(context.Context, *climate.Lease, *climate.Reservation) error
+
+// each runs onHost on every physical:host reservation of l and onInstance (unless nil) on
+// every virtual:instance one; other types have no effect in OpenStack yet.
+func (d *Driver) each(ctx context.Context, l *climate.Lease, onHost, onInstance action) error {
 	for i := range l.Reservations {
 		r := &l.Reservations[i]
-		if r.ResourceType != climate.ResourceTypeHost {
+		act := onHost
+		switch r.ResourceType {
+		case climate.ResourceTypeHost:
+		case InstanceType:
+			act = onInstance
+		default:
+			act = nil
+		}
+		if act == nil {
 			continue
 		}
 		if err := act(ctx, l, r); err != nil {
@@ -120,9 +138,9 @@ func (d *Driver) each(ctx context.Context, l *climate.Lease, act func(context.Co
 	return nil
 }
 
-// host is one host of a reservation: Climate's id and Nova's service name (Blazar names
-// hosts to aggregates by service_name).
-type host struct{ id, name string }
+// host is one host of a reservation: Climate's id, Nova's service name (Blazar names
+// hosts to aggregates by service_name) and hypervisor name (placement's provider name).
+type host struct{ id, name, hypervisor string }
 
 // hosts returns r's hosts, sorted by name.
 func (d *Driver) hosts(ctx context.Context, r *climate.Reservation) ([]host, error) {
@@ -142,7 +160,7 @@ func (d *Driver) hosts(ctx context.Context, r *climate.Reservation) ([]host, err
 			if name == "" {
 				name = h.HypervisorHostname
 			}
-			out = append(out, host{id: id, name: name})
+			out = append(out, host{id: id, name: name, hypervisor: h.HypervisorHostname})
 		}
 		return nil
 	})
@@ -340,11 +358,19 @@ func (d *Driver) release(ctx context.Context, rid string, deleteServers bool) er
 // clearHosts deletes every server on hosts (all projects) and waits until none is left,
 // for at most DeleteTimeout.
 func (d *Driver) clearHosts(ctx context.Context, hosts []string) error {
+	return d.waitGone(ctx, "on hosts "+strings.Join(hosts, ", "), func(ctx context.Context) ([]servers.Server, error) {
+		return d.servers(ctx, hosts)
+	})
+}
+
+// waitGone deletes the servers list returns and waits until it returns none, for at most
+// DeleteTimeout; each server is asked to go once.
+func (d *Driver) waitGone(ctx context.Context, what string, list func(context.Context) ([]servers.Server, error)) error {
 	deadline := time.Now().Add(d.cfg.DeleteTimeout)
 	wait := d.cfg.PollInterval
 	deleted := map[string]bool{}
 	for {
-		left, err := d.servers(ctx, hosts)
+		left, err := list(ctx)
 		if err != nil {
 			return err
 		}
@@ -362,7 +388,7 @@ func (d *Driver) clearHosts(ctx context.Context, hosts []string) error {
 			return err
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("servers %s on hosts %s were not deleted within %s", serverIDs(left), strings.Join(hosts, ", "), d.cfg.DeleteTimeout)
+			return fmt.Errorf("servers %s %s were not deleted within %s", serverIDs(left), what, d.cfg.DeleteTimeout)
 		}
 		if err := sleep(ctx, wait); err != nil {
 			return err

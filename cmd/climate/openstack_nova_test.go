@@ -569,3 +569,79 @@ func TestOpenStackDriverActiveLeaseGrows(t *testing.T) {
 		return n.aggregate(t, rid) == nil && slices.Equal(slices.Sorted(slices.Values(n.aggregate(t, openstack.DefaultFreepool).Hosts)), hosts), nil
 	})
 }
+
+// An instance reservation, as Blazar's tempest test_instance_reservation: once the lease
+// is ACTIVE a server booted with the flavor named after the reservation becomes ACTIVE on
+// a host of the reservation's aggregate; a second one (beyond amount) finds no host, nor
+// does one of an ordinary flavor; the end deletes the server, the flavor and the aggregate.
+func TestOpenStackDriverInstanceReservation(t *testing.T) {
+	n := needNova(t)
+	hosts := n.reset(t)
+	plainFlavor, imageID := n.bootable(t)
+	s := n.serve(t, hosts)
+	start := time.Now().UTC().Add(2 * time.Second).Truncate(time.Second)
+	r := ksCall(t, "POST", s.url+"/v1/leases", fmt.Sprintf(`{"name": "slots", "start_date": %q, "end_date": %q,
+		"reservations": [{"resource_type": "virtual:instance", "amount": 1, "vcpus": 1, "memory_mb": 64, "disk_gb": 0, "affinity": false}]}`,
+		start.Format("2006-01-02 15:04:05"), start.Add(time.Hour).Format("2006-01-02 15:04:05")), n.owner())
+	if r.status != 201 {
+		t.Fatalf("lease: %s", r)
+	}
+	lease := r.body["lease"].(map[string]any)
+	leaseID := lease["id"].(string)
+	rid := lease["reservations"].([]any)[0].(map[string]any)["id"].(string)
+	var status any
+	n.waitFor(t, "the lease ACTIVE", 30*time.Second, func() (bool, error) {
+		l := ksCall(t, "GET", s.url+"/v1/leases/"+leaseID, "", n.owner()).body["lease"].(map[string]any)
+		if status = l["status"]; status == "ERROR" {
+			return false, fmt.Errorf("the lease failed: %v", l)
+		}
+		return status == "ACTIVE", nil
+	})
+	fl, err := flavors.Get(context.Background(), n.compute, rid).Extract()
+	must(t, err)
+	if fl.Name != "reservation:"+rid || fl.IsPublic || fl.VCPUs != 1 || fl.RAM != 64 {
+		t.Fatalf("the reservation's flavor: %+v", fl)
+	}
+	agg := n.aggregate(t, rid)
+	if agg == nil || agg.Metadata["reservation"] != rid || agg.Metadata["filter_tenant_id"] != n.project || len(agg.Hosts) != 1 {
+		t.Fatalf("the reservation's aggregate: %+v", agg)
+	}
+
+	first := n.boot(t, "slot-1", rid, imageID, nil)
+	if host := n.active(t, first); host != agg.Hosts[0] {
+		t.Fatalf("the reserved server is on %s, want %s (the reservation's host)", host, agg.Hosts[0])
+	}
+	errored := func(id, what string) {
+		t.Helper()
+		n.waitFor(t, what+" in ERROR", 2*time.Minute, func() (bool, error) {
+			sv, err := n.server(t, id)
+			if err != nil || sv == nil {
+				return false, err
+			}
+			if sv.Status == "ACTIVE" {
+				return false, fmt.Errorf("%s became ACTIVE on %s", what, sv.Host)
+			}
+			return sv.Status == "ERROR", nil
+		})
+		must(t, servers.Delete(context.Background(), n.compute, id).ExtractErr())
+	}
+	errored(n.boot(t, "slot-2", rid, imageID, nil), "a server beyond the reservation's amount")
+	errored(n.boot(t, "plain", plainFlavor, imageID, nil), "a server of an ordinary flavor")
+
+	end := time.Now().UTC().Add(2 * time.Second).Truncate(time.Second)
+	if r := ksCall(t, "PUT", s.url+"/v1/leases/"+leaseID, fmt.Sprintf(`{"end_date": %q}`, end.Format("2006-01-02 15:04:05")), n.owner()); r.status != 200 {
+		t.Fatalf("moving the end: %s", r)
+	}
+	cleaned := n.waitFor(t, "the end's clean-up", 2*time.Minute, func() (bool, error) {
+		sv, err := n.server(t, first)
+		if err != nil || sv != nil {
+			return false, err
+		}
+		_, err = flavors.Get(context.Background(), n.compute, rid).Extract()
+		return gophercloud.ResponseCodeIs(err, 404) && n.aggregate(t, rid) == nil, nil
+	})
+	t.Logf("instance lease end → server, flavor and aggregate deleted: %s", cleaned.Sub(end).Round(time.Millisecond))
+	if got := slices.Sorted(slices.Values(n.aggregate(t, openstack.DefaultFreepool).Hosts)); !slices.Equal(got, hosts) {
+		t.Fatalf("freepool %v after an instance lease, want %v", got, hosts)
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/gophercloud/gophercloud/v2"
 	"github.com/spf13/cobra"
 
 	"climate"
@@ -78,12 +77,16 @@ func openstackDriver(ctx context.Context, o *serveOptions, st climate.Store, log
 	if k.appCredID != "" {
 		auth.Username, auth.Password, auth.Project = "", "", ""
 	}
-	compute, err := connectNova(ctx, auth, k.startupWait, log)
+	clients, err := connectNova(ctx, auth, k.startupWait, log)
 	if err != nil {
 		return nil, fmt.Errorf("--driver openstack: %w", err)
 	}
-	log.Info("OpenStack driver: acting on Nova", "nova", compute.Endpoint, "freepool", d.freepool)
-	return openstack.New(openstack.Config{Compute: compute, Store: st, Freepool: d.freepool, AZPrefix: d.azPrefix,
+	placement := "none in the catalog: instance reservations will fail"
+	if clients.Placement != nil {
+		placement = clients.Placement.Endpoint
+	}
+	log.Info("OpenStack driver: acting on Nova", "nova", clients.Compute.Endpoint, "placement", placement, "freepool", d.freepool)
+	return openstack.New(openstack.Config{Compute: clients.Compute, Placement: clients.Placement, Store: st, Freepool: d.freepool, AZPrefix: d.azPrefix,
 		DeleteTimeout: d.deleteTimeout, Attempts: d.attempts, Backoff: d.backoff, Logger: log}), nil
 }
 
@@ -109,7 +112,7 @@ func hostService(mgr climate.HostService, drv *openstack.Driver, pol climate.Pol
 }
 
 // connectNova connects, waiting up to wait for a Keystone or Nova that is not up yet.
-func connectNova(ctx context.Context, a openstack.Auth, wait time.Duration, log *slog.Logger) (*gophercloud.ServiceClient, error) {
+func connectNova(ctx context.Context, a openstack.Auth, wait time.Duration, log *slog.Logger) (*openstack.Clients, error) {
 	deadline := time.Now().Add(wait)
 	backoff := time.Second
 	for {
