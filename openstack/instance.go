@@ -225,14 +225,16 @@ func (d *Driver) setInventory(ctx context.Context, hypervisor, rc string, total 
 		err = d.retry(ctx, "set the inventory of "+rc+" on "+p.Name, func(ctx context.Context) error {
 			inv := map[string]any{"resource_provider_generation": p.Generation, "total": total, "max_unit": 1, "allocation_ratio": 1.0}
 			u := d.cfg.Placement.ServiceURL("resource_providers", p.UUID, "inventories")
-			var cur map[string]any
+			var cur struct {
+				Total int `json:"total"`
+			}
 			_, err := d.cfg.Placement.Get(ctx, u+"/"+rc, &cur, nil)
 			switch {
 			case gophercloud.ResponseCodeIs(err, 404): // a new class on the provider: added by POST
 				inv["resource_class"] = rc
 				_, err = d.cfg.Placement.Post(ctx, u, inv, nil, &gophercloud.RequestOpts{OkCodes: []int{201}})
 			case err == nil:
-				if cur["total"] == float64(total) {
+				if cur.Total == total {
 					return nil
 				}
 				_, err = d.cfg.Placement.Put(ctx, u+"/"+rc, inv, nil, &gophercloud.RequestOpts{OkCodes: []int{200}})
@@ -285,7 +287,21 @@ func (d *Driver) endInstances(ctx context.Context, rid string) error {
 		}
 	}
 	rc := resourceClass(rid)
+	exists := false
 	if d.cfg.Placement != nil {
+		err := d.retry(ctx, "read resource class "+rc, func(ctx context.Context) error {
+			_, err := d.cfg.Placement.Get(ctx, d.cfg.Placement.ServiceURL("resource_classes", rc), nil, nil)
+			exists = err == nil
+			if gophercloud.ResponseCodeIs(err, 404) {
+				return nil // gone already (placement refuses to filter by an unknown class)
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if exists {
 		holders, err := d.providers(ctx, url.Values{"resources": {rc + ":1"}})
 		if err != nil {
 			return err
@@ -293,8 +309,11 @@ func (d *Driver) endInstances(ctx context.Context, rid string) error {
 		for _, p := range holders {
 			err := d.retry(ctx, "delete the inventory of "+rc+" on "+p.Name, func(ctx context.Context) error {
 				_, err := d.cfg.Placement.Delete(ctx, d.cfg.Placement.ServiceURL("resource_providers", p.UUID, "inventories", rc), &gophercloud.RequestOpts{OkCodes: []int{204}})
-				if gophercloud.ResponseCodeIs(err, 404) {
+				switch {
+				case gophercloud.ResponseCodeIs(err, 404):
 					return nil
+				case gophercloud.ResponseCodeIs(err, 409):
+					return retryLater{err} // in use until Nova has removed the deleted servers' allocations
 				}
 				return err
 			})

@@ -549,12 +549,21 @@ func (d *Driver) retry(ctx context.Context, what string, call func(context.Conte
 // retryable says whether a failed call may succeed later: a transport error, or Nova
 // overloaded or failing (5xx, 429); not a refusal.
 func retryable(err error) bool {
+	if errors.As(err, new(retryLater)) {
+		return true
+	}
 	var code gophercloud.ErrUnexpectedResponseCode
 	if errors.As(err, &code) {
 		return code.Actual >= 500 || code.Actual == 429
 	}
 	return true
 }
+
+// retryLater marks a refusal that passes by itself (placement's 409 for an inventory
+// still in use while Nova finishes deleting its servers).
+type retryLater struct{ error }
+
+func (r retryLater) Unwrap() error { return r.error }
 
 func sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
