@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -21,7 +22,9 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/imagedata"
 	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/images"
 
+	"climate"
 	"climate/openstack"
+	"climate/sqlite"
 )
 
 // The real Nova CI brings up (.ci/nova: Keystone, Nova with the fake virt driver and
@@ -34,10 +37,11 @@ const (
 
 // testNova is an admin's view of that Nova.
 type testNova struct {
-	ksURL   string
-	project string // the admin project's id
-	compute *gophercloud.ServiceClient
-	image   *gophercloud.ServiceClient
+	ksURL     string
+	project   string // the admin project's id
+	compute   *gophercloud.ServiceClient
+	image     *gophercloud.ServiceClient
+	placement *gophercloud.ServiceClient
 }
 
 func needNova(t *testing.T) *testNova {
@@ -69,6 +73,9 @@ func needNova(t *testing.T) *testNova {
 	}
 	n.compute.Microversion = "2.74" // --nic none (2.37)
 	if n.image, err = gopheros.NewImageV2(provider, gophercloud.EndpointOpts{}); err != nil {
+		t.Fatal(err)
+	}
+	if n.placement, err = gopheros.NewPlacementV1(provider, gophercloud.EndpointOpts{}); err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -643,5 +650,89 @@ func TestOpenStackDriverInstanceReservation(t *testing.T) {
 	t.Logf("instance lease end → server, flavor and aggregate deleted: %s", cleaned.Sub(end).Round(time.Millisecond))
 	if got := slices.Sorted(slices.Values(n.aggregate(t, openstack.DefaultFreepool).Hosts)); !slices.Equal(got, hosts) {
 		t.Fatalf("freepool %v after an instance lease, want %v", got, hosts)
+	}
+}
+
+// The driver's instance actions, each run twice against the real Nova and Placement (as
+// after a takeover), leave what one run leaves: one flavor, one aggregate, one inventory;
+// after the end nothing: no flavor, aggregate, inventory or resource class.
+func TestOpenStackDriverInstanceActionsTwice(t *testing.T) {
+	n := needNova(t)
+	hosts := n.reset(t)
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "climate.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	h := &climate.Host{HypervisorHostname: hosts[1], ServiceName: hosts[1], Reservable: true}
+	if err := st.Update(ctx, func(tx climate.Tx) error { return tx.InsertHost(ctx, h) }); err != nil {
+		t.Fatal(err)
+	}
+	clients, err := openstack.Connect(ctx, openstack.Auth{URL: n.ksURL, Username: "admin", Password: "adminpass", Project: "admin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := openstack.New(openstack.Config{Compute: clients.Compute, Placement: clients.Placement, Store: st, Backoff: 100 * time.Millisecond})
+	rid := climate.NewID()
+	l := &climate.Lease{ID: climate.NewID(), ProjectID: n.project, Reservations: []climate.Reservation{{
+		ID: rid, ResourceType: openstack.InstanceType, Amount: 2, Size: climate.Size{VCPUs: 1, MemoryMB: 64},
+		Allocations: []climate.Allocation{{ResourceID: h.ID, Slots: 2}}}}}
+	rc := "CUSTOM_RESERVATION_" + strings.ToUpper(strings.ReplaceAll(rid, "-", "_"))
+	inventory := func() (total int, found bool) {
+		t.Helper()
+		var providers struct {
+			List []struct {
+				UUID string `json:"uuid"`
+			} `json:"resource_providers"`
+		}
+		_, err := n.placement.Get(ctx, n.placement.ServiceURL("resource_providers")+"?name=blazar_"+hosts[1], &providers, nil)
+		must(t, err)
+		if len(providers.List) != 1 {
+			t.Fatalf("providers named blazar_%s: %v", hosts[1], providers.List)
+		}
+		var inv struct {
+			Total int `json:"total"`
+		}
+		_, err = n.placement.Get(ctx, n.placement.ServiceURL("resource_providers", providers.List[0].UUID, "inventories", rc), &inv, nil)
+		if gophercloud.ResponseCodeIs(err, 404) {
+			return 0, false
+		}
+		must(t, err)
+		return inv.Total, true
+	}
+	for range 2 {
+		if err := d.OnStart(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if total, ok := inventory(); !ok || total != 2 {
+		t.Fatalf("inventory of %s: %d (found %v), want 2", rc, total, ok)
+	}
+	named := 0
+	for _, a := range n.aggregates(t) {
+		if a.Name == rid {
+			named++
+		}
+	}
+	if named != 1 {
+		t.Fatalf("%d aggregates named %s, want 1", named, rid)
+	}
+	for range 2 {
+		if err := d.OnEnd(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok := inventory(); ok {
+		t.Fatal("the inventory is left after the end")
+	}
+	if _, err := flavors.Get(ctx, n.compute, rid).Extract(); !gophercloud.ResponseCodeIs(err, 404) {
+		t.Fatalf("the flavor after the end: %v", err)
+	}
+	if a := n.aggregate(t, rid); a != nil {
+		t.Fatalf("the aggregate after the end: %+v", a)
+	}
+	if _, err := n.placement.Get(ctx, n.placement.ServiceURL("resource_classes", rc), nil, nil); !gophercloud.ResponseCodeIs(err, 404) {
+		t.Fatalf("the resource class after the end: %v", err)
 	}
 }
