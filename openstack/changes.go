@@ -18,22 +18,27 @@ import (
 //     is deleted is released here, as Blazar ends it: its hosts' servers deleted and waited
 //     for, the hosts back in the freepool, the aggregate deleted (a lease that never
 //     started has no aggregate: nothing to do).
-//   - lease.update: an active host reservation's aggregate is brought in step with the
-//     hosts the reservation holds now (an update that raised min and max added some, as
-//     Blazar adds them to the aggregate; one dropped is cleared and given back).
+//   - lease.update and lease.healed: an active host reservation's aggregate is brought in
+//     step with the hosts the reservation holds now (an update that raised min and max
+//     added some, as Blazar adds them to the aggregate; healing replaced a failed host, as
+//     Blazar's healing moves the new one in; a host dropped is cleared and given back).
 type Changes struct{ Driver *Driver }
 
 // Name is the destination's delivery cursor.
 func (Changes) Name() string { return "openstack" }
 
-// Accepts takes lease deletions and updates.
+// Accepts takes lease deletions, updates and healings (a host replaced by another).
 func (Changes) Accepts(n *climate.Notification) bool {
-	return n.EventType == climate.NotifyLeaseDelete || n.EventType == climate.NotifyLeaseUpdate
+	switch n.EventType {
+	case climate.NotifyLeaseDelete, climate.NotifyLeaseUpdate, climate.NotifyLeaseHealed:
+		return true
+	}
+	return false
 }
 
 // Deliver acts on one change.
 func (c Changes) Deliver(ctx context.Context, n *climate.Notification) error {
-	if n.EventType == climate.NotifyLeaseUpdate {
+	if n.EventType != climate.NotifyLeaseDelete {
 		return c.updated(ctx, n.LeaseID)
 	}
 	// The payload is the lease as the API shows it.

@@ -33,8 +33,10 @@ type fakeNova struct {
 	fail []fakeFailure
 	// calls counts requests by "METHOD path".
 	calls map[string]int
-	// hypervisors are the names of the compute hosts (hypervisor and service alike).
-	hypervisors []string
+	// hypervisors are the names of the compute hosts (hypervisor and service alike);
+	// down and disabled say which are so.
+	hypervisors    []string
+	down, disabled map[string]bool
 }
 
 type fakeAgg struct {
@@ -183,7 +185,14 @@ func (f *fakeNova) serve(w http.ResponseWriter, r *http.Request) {
 	case key == "GET /os-hypervisors/detail":
 		list := []map[string]any{}
 		for i, h := range f.hypervisors {
-			list = append(list, map[string]any{"id": i + 1, "hypervisor_hostname": h, "vcpus": 1000, "memory_mb": 800000, "local_gb": 600000,
+			state, status := "up", "enabled"
+			if f.down[h] {
+				state = "down"
+			}
+			if f.disabled[h] {
+				status = "disabled"
+			}
+			list = append(list, map[string]any{"id": i + 1, "hypervisor_hostname": h, "state": state, "status": status, "vcpus": 1000, "memory_mb": 800000, "local_gb": 600000,
 				"cpu_info": `{"arch": "x86_64"}`, "hypervisor_type": "fake", "hypervisor_version": 1000, "service": map[string]any{"host": h, "id": i + 10}})
 		}
 		reply(w, 200, map[string]any{"hypervisors": list})

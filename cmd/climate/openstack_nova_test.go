@@ -18,6 +18,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/flavors"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/hypervisors"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/services"
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/tokens"
 	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/imagedata"
 	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/images"
@@ -241,9 +242,14 @@ func ignore404(err error) error {
 // serve runs climate serve --driver openstack on n, as its admin, with hosts registered
 // (Nova's service host names, as Blazar names hosts).
 func (n *testNova) serve(t *testing.T, hosts []string) *server {
+	return n.serveMonitored(t, hosts, 0)
+}
+
+// serveMonitored is serve with the host monitor polling every monitor (0: none).
+func (n *testNova) serveMonitored(t *testing.T, hosts []string, monitor time.Duration) *server {
 	t.Helper()
 	s := startServer(t, serveOptions{logLevel: "info", driver: driverOptions{name: "openstack", freepool: openstack.DefaultFreepool,
-		azPrefix: openstack.DefaultAZPrefix, iface: "public", deleteTimeout: time.Minute, attempts: 3, backoff: 200 * time.Millisecond},
+		azPrefix: openstack.DefaultAZPrefix, iface: "public", deleteTimeout: time.Minute, attempts: 3, backoff: 200 * time.Millisecond, monitor: monitor},
 		keystone: keystoneOptions{url: n.ksURL, username: "admin", password: "adminpass", project: "admin",
 			userDomain: "Default", projectDomain: "Default", startupWait: 10 * time.Second}})
 	for _, h := range hosts {
@@ -735,4 +741,81 @@ func TestOpenStackDriverInstanceActionsTwice(t *testing.T) {
 	if _, err := n.placement.Get(ctx, n.placement.ServiceURL("resource_classes", rc), nil, nil); !gophercloud.ResponseCodeIs(err, 404) {
 		t.Fatalf("the resource class after the end: %v", err)
 	}
+}
+
+// The host monitor (Blazar's polling monitor) against the real Nova: the reserved host's
+// compute service disabled, its host goes into maintenance and healing gives the active
+// lease the other host, which the driver moves into the reservation's aggregate while the
+// disabled one goes back to the freepool; enabled again, the maintenance window closes.
+func TestOpenStackDriverMonitorHeals(t *testing.T) {
+	n := needNova(t)
+	hosts := n.reset(t)
+	ctx := context.Background()
+	setService := func(host string, status services.ServiceStatus) {
+		t.Helper()
+		pages, err := services.List(n.compute, services.ListOpts{Binary: "nova-compute", Host: host}).AllPages(ctx)
+		must(t, err)
+		list, err := services.ExtractServices(pages)
+		must(t, err)
+		if len(list) != 1 {
+			t.Fatalf("nova-compute services on %s: %v", host, list)
+		}
+		_, err = services.Update(ctx, n.compute, list[0].ID, services.UpdateOpts{Status: status}).Extract()
+		must(t, err)
+	}
+	s := n.serveMonitored(t, hosts, 300*time.Millisecond)
+	// Any one host: healing may then replace it by the other.
+	start := time.Now().UTC().Add(2 * time.Second).Truncate(time.Second)
+	r := ksCall(t, "POST", s.url+"/v1/leases", fmt.Sprintf(`{"name": "monitored", "start_date": %q, "end_date": %q,
+		"reservations": [{"resource_type": "physical:host", "min": 1, "max": 1, "hypervisor_properties": "", "resource_properties": ""}]}`,
+		start.Format("2006-01-02 15:04:05"), start.Add(time.Hour).Format("2006-01-02 15:04:05")), n.owner())
+	if r.status != 201 {
+		t.Fatalf("lease: %s", r)
+	}
+	leaseID := r.body["lease"].(map[string]any)["id"].(string)
+	rid := r.body["lease"].(map[string]any)["reservations"].([]any)[0].(map[string]any)["id"].(string)
+	var failed, other string
+	n.waitFor(t, "a host in the reservation's aggregate", 30*time.Second, func() (bool, error) {
+		a := n.aggregate(t, rid)
+		if a == nil || len(a.Hosts) != 1 {
+			return false, nil
+		}
+		failed, other = a.Hosts[0], hosts[0]
+		if other == failed {
+			other = hosts[1]
+		}
+		return true, nil
+	})
+	t.Cleanup(func() { setService(failed, services.ServiceEnabled) })
+	var hostID string
+	for _, h := range ksCall(t, "GET", s.url+"/v1/os-hosts", "", nil).body["hosts"].([]any) {
+		if h := h.(map[string]any); h["hypervisor_hostname"] == failed {
+			hostID = h["id"].(string)
+		}
+	}
+
+	setService(failed, services.ServiceDisabled)
+	disabled := time.Now()
+	healed := n.waitFor(t, "the other host in the aggregate, the failed one in the freepool", 30*time.Second, func() (bool, error) {
+		a := n.aggregate(t, rid)
+		return a != nil && slices.Equal(a.Hosts, []string{other}) && slices.Equal(n.aggregate(t, openstack.DefaultFreepool).Hosts, []string{failed}), nil
+	})
+	t.Logf("compute service disabled → replacement host in the aggregate: %s", healed.Sub(disabled).Round(time.Millisecond))
+	windows := ksCall(t, "GET", s.url+"/v1/os-hosts/"+hostID+"/maintenances", "", nil)
+	if list, _ := windows.body["maintenances"].([]any); len(list) != 1 || !strings.Contains(windows.raw, openstack.MonitorReason) {
+		t.Fatalf("the failed host's maintenance windows: %s", windows)
+	}
+	if r := ksCall(t, "GET", s.url+"/v1/leases/"+leaseID, "", n.owner()); r.body["lease"].(map[string]any)["status"] != "ACTIVE" {
+		t.Fatalf("the healed lease: %s", r)
+	}
+
+	setService(failed, services.ServiceEnabled)
+	n.waitFor(t, "the monitor's window closed", 30*time.Second, func() (bool, error) {
+		r := ksCall(t, "GET", s.url+"/v1/os-hosts/"+hostID+"/maintenances", "", nil)
+		list, ok := r.body["maintenances"].([]any)
+		if !ok {
+			return false, fmt.Errorf("maintenance windows: %s", r)
+		}
+		return len(list) == 0, nil
+	})
 }

@@ -519,6 +519,7 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 		go func() { defer wg.Done(); errc <- eng.Run(ctx) }()
 		go func() { defer wg.Done(); _ = deliverer.Run(ctx) }()
 		acts.run(ctx, &wg)
+		runMonitor(ctx, &wg, &o.driver, drv, mgr, pg)
 		if onPostgres {
 			wg.Add(1)
 			go func() {
@@ -543,7 +544,7 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 		}
 		runHub(ctx, &wg, hub, pg, runEngine && onPostgres)
 		webhooks := &webhook.Service{Store: st, Clock: clk, Guard: webhook.Guard{AllowPrivate: o.notify.webhook.allowPrivate}, Sender: hooks, Notified: notified, Policy: pol}
-		api := &climatehttp.Server{Leases: mgr, Hosts: hostService(mgr, drv, pol), Availability: mgr, Auth: auth, Logger: log, CrossOrigin: origins, Notifications: hub, Webhooks: webhooks,
+		api := &climatehttp.Server{Leases: mgr, Hosts: hostService(mgr, drv, pol), Maintenances: mgr, Availability: mgr, Auth: auth, Logger: log, CrossOrigin: origins, Notifications: hub, Webhooks: webhooks,
 			FloatingIPs: mgr, Flavors: mgr, Audit: mgr, Observe: mtr.Request,
 			UI: ui.Handler()}
 		var limited net.Listener

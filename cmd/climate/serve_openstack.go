@@ -5,14 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"climate"
 	"climate/engine"
+	"climate/manager"
 	"climate/notify"
 	"climate/openstack"
+	"climate/postgres"
 )
 
 // driverOptions choose what lease events do besides hooks: nothing (standalone) or the
@@ -26,6 +29,7 @@ type driverOptions struct {
 	deleteTimeout time.Duration
 	attempts      int
 	backoff       time.Duration
+	monitor       time.Duration // 0: no host monitor
 }
 
 func addDriverFlags(cmd *cobra.Command, o *driverOptions) {
@@ -47,6 +51,24 @@ hosts go back to the freepool. Climate authenticates as its service user of the
 	f.DurationVar(&o.deleteTimeout, "nova-server-delete-timeout", openstack.DefaultDeleteTimeout, "how long a lease's end waits for its servers to be deleted before failing")
 	f.IntVar(&o.attempts, "openstack-attempts", openstack.DefaultAttempts, "attempts of an OpenStack call that fails in a way that may pass (5xx, 429, no answer)")
 	f.DurationVar(&o.backoff, "openstack-retry-wait", openstack.DefaultBackoff, "wait before an OpenStack call's second attempt, doubled before each later one")
+	f.DurationVar(&o.monitor, "nova-monitor-interval", 0, "with --driver openstack, how often to poll Nova's hypervisors (Blazar's polling monitor, e.g. 60s): one down or disabled puts its host in maintenance until further notice (healing its reservations) until it is up again; 0 = no monitor")
+}
+
+// runMonitor starts the host monitor where the engine runs (on PostgreSQL, in the one
+// replica leading "openstack-monitor"); wg tracks it until ctx is done.
+func runMonitor(ctx context.Context, wg *sync.WaitGroup, o *driverOptions, drv *openstack.Driver, mgr *manager.Manager, pg *postgres.Store) {
+	if drv == nil || o.monitor <= 0 {
+		return
+	}
+	m := &openstack.Monitor{Driver: drv, Hosts: mgr, Maintenance: mgr}
+	holder := climate.NewID()
+	if pg != nil {
+		m.Leader = func(ctx context.Context) (bool, error) {
+			return pg.TryLead(ctx, "openstack-monitor", holder, 3*o.monitor)
+		}
+	}
+	wg.Add(1)
+	go func() { defer wg.Done(); m.Run(ctx, o.monitor) }()
 }
 
 // openstackDriver returns the driver --driver names, connected (nil for standalone).
