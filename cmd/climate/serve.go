@@ -427,7 +427,7 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 	}
 	sole := false
 	acts := &actionSet{}
-	var driverDest notify.Destination // the driver's release of deleted leases
+	var driverDest notify.Destination // the driver: lease deletions, updates and healings in OpenStack
 	if runEngine {
 		if !onPostgres {
 			// One engine per SQLite database: holding the lock, it knows claims it finds are

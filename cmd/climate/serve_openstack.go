@@ -40,8 +40,11 @@ reservations): at a lease's start its hosts leave the freepool aggregate for an 
 named after the reservation (availability zone blazar_<id>, blazar:owner = the project),
 where blazar-nova's BlazarFilter admits servers booted with --hint reservation=<id>; at
 its end their servers are deleted (waited for up to --nova-server-delete-timeout) and the
-hosts go back to the freepool. Climate authenticates as its service user of the
---keystone-… flags (admin on its project), whatever --auth is.`
+hosts go back to the freepool. virtual:instance reservations get Blazar's private flavor
+<id>, aggregate and placement inventory. Hosts are registered from Nova's hypervisors
+(and join the freepool); --nova-monitor-interval polls their state into maintenance
+windows. Climate authenticates as its service user of the --keystone-… flags (admin on
+its project), whatever --auth is.`
 	f := cmd.Flags()
 	f.StringVar(&o.name, "driver", "standalone", "what lease events do besides hooks: standalone (nothing) or openstack (Nova host aggregates, as Blazar)")
 	f.StringVar(&o.region, "openstack-region", "", "the region of Nova's endpoint in Keystone's catalog (empty: any)")
@@ -113,7 +116,7 @@ func openstackDriver(ctx context.Context, o *serveOptions, st climate.Store, log
 }
 
 // withDriver returns the engine's actions with drv's before inner's (hooks; nil for
-// none), and drv's notification destination, a deleted lease's release (nil for none).
+// none), and drv's notification destination for lease deletions, updates and healings (nil for none).
 func withDriver(drv *openstack.Driver, inner engine.Actions) (engine.Actions, notify.Destination) {
 	switch {
 	case drv == nil:
