@@ -56,7 +56,7 @@ func (c Changes) Deliver(ctx context.Context, n *climate.Notification) error {
 		switch r.ResourceType {
 		case climate.ResourceTypeHost:
 			err = c.Driver.release(ctx, r.ID, true)
-		case InstanceType:
+		case InstanceType, FlavorType:
 			err = c.Driver.endInstances(ctx, r.ID)
 		}
 		if err != nil {

@@ -2,6 +2,7 @@ package openstack
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"slices"
@@ -28,8 +29,35 @@ import (
 // access for the project. At the end the access goes, every server of the flavor is
 // deleted and waited for, then the inventories, class, flavor and aggregate.
 
-// InstanceType is the resource_type of instance reservations.
-const InstanceType = "virtual:instance"
+// InstanceType and FlavorType are the resource_types of instance reservations: slots of
+// a size, or of a flavor (whose copy, extra specs included, the reservation keeps as JSON
+// in resource_properties, as Blazar's flavor:instance).
+const (
+	InstanceType = "virtual:instance"
+	FlavorType   = "flavor:instance"
+)
+
+// sourceFlavor is what a flavor:instance reservation keeps of its flavor.
+type sourceFlavor struct {
+	VCPUs      int               `json:"vcpus"`
+	RAM        int               `json:"ram"`
+	Disk       int               `json:"disk"`
+	Ephemeral  int               `json:"OS-FLV-EXT-DATA:ephemeral"`
+	ExtraSpecs map[string]string `json:"extra_specs"`
+}
+
+// flavorOf returns the reservation flavor's size and the extra specs it copies: the
+// source flavor's for flavor:instance (Blazar copies them, then adds its own).
+func flavorOf(r *climate.Reservation) (sourceFlavor, error) {
+	if r.ResourceType != FlavorType {
+		return sourceFlavor{VCPUs: r.Size.VCPUs, RAM: r.Size.MemoryMB, Disk: r.Size.DiskGB}, nil
+	}
+	var src sourceFlavor
+	if err := json.Unmarshal([]byte(r.ResourceProperties), &src); err != nil {
+		return src, fmt.Errorf("reading the reservation's flavor: %w", err)
+	}
+	return src, nil
+}
 
 // resourceClass is a reservation's placement resource class, as Blazar names it.
 func resourceClass(rid string) string {
@@ -90,14 +118,18 @@ func (d *Driver) makeInstances(ctx context.Context, l *climate.Lease, r *climate
 // ensureFlavor makes r's private flavor with its extra specs and gives project access.
 func (d *Driver) ensureFlavor(ctx context.Context, r *climate.Reservation, rc, project string) error {
 	c := d.cfg.Compute
-	err := d.retry(ctx, "create flavor "+r.ID, func(ctx context.Context) error {
+	src, err := flavorOf(r)
+	if err != nil {
+		return err
+	}
+	err = d.retry(ctx, "create flavor "+r.ID, func(ctx context.Context) error {
 		_, err := flavors.Get(ctx, c, r.ID).Extract()
 		if !gophercloud.ResponseCodeIs(err, 404) {
 			return err
 		}
 		private := false
-		_, err = flavors.Create(ctx, c, flavors.CreateOpts{ID: r.ID, Name: "reservation:" + r.ID, VCPUs: r.Size.VCPUs, RAM: r.Size.MemoryMB,
-			Disk: &r.Size.DiskGB, IsPublic: &private}).Extract()
+		_, err = flavors.Create(ctx, c, flavors.CreateOpts{ID: r.ID, Name: "reservation:" + r.ID, VCPUs: src.VCPUs, RAM: src.RAM,
+			Disk: &src.Disk, Ephemeral: &src.Ephemeral, IsPublic: &private}).Extract()
 		if gophercloud.ResponseCodeIs(err, 409) {
 			return nil // made by an attempt whose answer was lost
 		}
@@ -106,9 +138,14 @@ func (d *Driver) ensureFlavor(ctx context.Context, r *climate.Reservation, rc, p
 	if err != nil {
 		return err
 	}
+	specs := flavors.ExtraSpecsOpts{}
+	for k, v := range src.ExtraSpecs {
+		specs[k] = v
+	}
+	specs["aggregate_instance_extra_specs:reservation"] = r.ID
+	specs["resources:"+rc] = "1"
 	err = d.retry(ctx, "set the extra specs of flavor "+r.ID, func(ctx context.Context) error {
-		_, err := flavors.CreateExtraSpecs(ctx, c, r.ID, flavors.ExtraSpecsOpts{
-			"aggregate_instance_extra_specs:reservation": r.ID, "resources:" + rc: "1"}).Extract()
+		_, err := flavors.CreateExtraSpecs(ctx, c, r.ID, specs).Extract()
 		return err
 	})
 	if err != nil {

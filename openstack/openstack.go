@@ -123,7 +123,7 @@ func (d *Driver) each(ctx context.Context, l *climate.Lease, onHost, onInstance 
 		act := onHost
 		switch r.ResourceType {
 		case climate.ResourceTypeHost:
-		case InstanceType:
+		case InstanceType, FlavorType:
 			act = onInstance
 		default:
 			act = nil

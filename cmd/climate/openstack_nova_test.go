@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -592,10 +593,36 @@ func TestOpenStackDriverInstanceReservation(t *testing.T) {
 	hosts := n.reset(t)
 	plainFlavor, imageID := n.bootable(t)
 	s := n.serve(t, hosts)
+	n.instanceScenario(t, s, hosts, plainFlavor, imageID,
+		`{"resource_type": "virtual:instance", "amount": 1, "vcpus": 1, "memory_mb": 64, "disk_gb": 0, "affinity": false}`, nil)
+}
+
+// The same with a flavor:instance reservation of a flavor registered in Climate, as
+// Blazar's tempest test_flavor_reservation: the reservation's flavor copies its extra
+// specs and adds Blazar's.
+func TestOpenStackDriverFlavorReservation(t *testing.T) {
+	n := needNova(t)
+	hosts := n.reset(t)
+	plainFlavor, imageID := n.bootable(t)
+	s := n.serve(t, hosts)
+	r := ksCall(t, "POST", s.url+"/v1/flavors", `{"name": "climate-flavor-test", "vcpus": 1, "ram": 64, "disk": 0,
+		"extra_specs": {"hw:cpu_policy": "shared"}}`, nil)
+	if r.status != 201 {
+		t.Fatalf("registering a flavor: %s", r)
+	}
+	id := r.body["flavor"].(map[string]any)["id"].(string)
+	n.instanceScenario(t, s, hosts, plainFlavor, imageID, fmt.Sprintf(`{"resource_type": "flavor:instance", "flavor_id": %q, "amount": 1}`, id),
+		map[string]string{"hw:cpu_policy": "shared"})
+}
+
+// instanceScenario leases reservation (one instance reservation of amount 1) from 2 s
+// ahead and checks Blazar's instance behaviour in Nova; the reservation's flavor must have
+// the extra specs specs besides Blazar's.
+func (n *testNova) instanceScenario(t *testing.T, s *server, hosts []string, plainFlavor, imageID, reservation string, specs map[string]string) {
+	t.Helper()
 	start := time.Now().UTC().Add(2 * time.Second).Truncate(time.Second)
-	r := ksCall(t, "POST", s.url+"/v1/leases", fmt.Sprintf(`{"name": "slots", "start_date": %q, "end_date": %q,
-		"reservations": [{"resource_type": "virtual:instance", "amount": 1, "vcpus": 1, "memory_mb": 64, "disk_gb": 0, "affinity": false}]}`,
-		start.Format("2006-01-02 15:04:05"), start.Add(time.Hour).Format("2006-01-02 15:04:05")), n.owner())
+	r := ksCall(t, "POST", s.url+"/v1/leases", fmt.Sprintf(`{"name": "slots", "start_date": %q, "end_date": %q, "reservations": [%s]}`,
+		start.Format("2006-01-02 15:04:05"), start.Add(time.Hour).Format("2006-01-02 15:04:05"), reservation), n.owner())
 	if r.status != 201 {
 		t.Fatalf("lease: %s", r)
 	}
@@ -614,6 +641,16 @@ func TestOpenStackDriverInstanceReservation(t *testing.T) {
 	must(t, err)
 	if fl.Name != "reservation:"+rid || fl.IsPublic || fl.VCPUs != 1 || fl.RAM != 64 {
 		t.Fatalf("the reservation's flavor: %+v", fl)
+	}
+	got, err := flavors.ListExtraSpecs(context.Background(), n.compute, rid).Extract()
+	must(t, err)
+	want := map[string]string{"aggregate_instance_extra_specs:reservation": rid,
+		"resources:CUSTOM_RESERVATION_" + strings.ToUpper(strings.ReplaceAll(rid, "-", "_")): "1"}
+	for k, v := range specs {
+		want[k] = v
+	}
+	if !maps.Equal(got, want) {
+		t.Fatalf("the reservation flavor's extra specs: %v, want %v", got, want)
 	}
 	agg := n.aggregate(t, rid)
 	if agg == nil || agg.Metadata["reservation"] != rid || agg.Metadata["filter_tenant_id"] != n.project || len(agg.Hosts) != 1 {
