@@ -58,6 +58,8 @@ func (c Changes) Deliver(ctx context.Context, n *climate.Notification) error {
 			err = c.Driver.release(ctx, r.ID, true)
 		case InstanceType, FlavorType:
 			err = c.Driver.endInstances(ctx, r.ID)
+		case FloatingIPType:
+			err = c.Driver.endFloatingIPs(ctx, r.ID)
 		}
 		if err != nil {
 			return fmt.Errorf("lease %s deleted: reservation %s: %w", n.LeaseID, r.ID, err)

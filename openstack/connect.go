@@ -32,6 +32,7 @@ type Auth struct {
 type Clients struct {
 	Compute   *gophercloud.ServiceClient
 	Placement *gophercloud.ServiceClient // nil when the catalog has none
+	Network   *gophercloud.ServiceClient // Neutron; nil when the catalog has none
 }
 
 // Connect authenticates and returns clients of Nova's compute API and of Placement. The
@@ -77,6 +78,9 @@ func Connect(ctx context.Context, a Auth) (*Clients, error) {
 	if placement, err := gopheros.NewPlacementV1(provider, eo); err == nil {
 		placement.Microversion = "1.14" // nested providers (parent_provider_uuid)
 		c.Placement = placement
+	}
+	if network, err := gopheros.NewNetworkV2(provider, eo); err == nil {
+		c.Network = network
 	}
 	return c, nil
 }

@@ -38,6 +38,8 @@ type Config struct {
 	// Placement is Placement's API (instance reservations' inventories); nil refuses
 	// instance reservations.
 	Placement *gophercloud.ServiceClient
+	// Network is Neutron's API (floating IP reservations); nil refuses them.
+	Network *gophercloud.ServiceClient
 	// Store names the hosts of a lease (their Nova service name).
 	Store climate.Store
 	// Freepool is the aggregate of free hosts (DefaultFreepool).
@@ -88,17 +90,37 @@ func New(cfg Config) *Driver {
 // OnStart moves each host reservation's hosts from the freepool into its aggregate, and
 // makes each instance reservation's flavor, aggregate and inventories.
 func (d *Driver) OnStart(ctx context.Context, l *climate.Lease) error {
-	return d.each(ctx, l, d.start, d.startInstances)
+	if err := d.each(ctx, l, d.start, d.startInstances); err != nil {
+		return err
+	}
+	return d.eachFloatingIP(ctx, l, d.startFloatingIPs)
 }
 
 // OnEnd deletes the servers of each reservation, waits for them to go, and gives its
 // hosts back.
 func (d *Driver) OnEnd(ctx context.Context, l *climate.Lease) error {
-	return d.each(ctx, l, func(ctx context.Context, l *climate.Lease, r *climate.Reservation) error {
+	if err := d.each(ctx, l, func(ctx context.Context, l *climate.Lease, r *climate.Reservation) error {
 		return d.release(ctx, r.ID, true)
 	}, func(ctx context.Context, l *climate.Lease, r *climate.Reservation) error {
 		return d.endInstances(ctx, r.ID)
+	}); err != nil {
+		return err
+	}
+	return d.eachFloatingIP(ctx, l, func(ctx context.Context, l *climate.Lease, r *climate.Reservation) error {
+		return d.endFloatingIPs(ctx, r.ID)
 	})
+}
+
+// eachFloatingIP runs act on every virtual:floatingip reservation of l.
+func (d *Driver) eachFloatingIP(ctx context.Context, l *climate.Lease, act action) error {
+	for i := range l.Reservations {
+		if r := &l.Reservations[i]; r.ResourceType == FloatingIPType {
+			if err := act(ctx, l, r); err != nil {
+				return fmt.Errorf("reservation %s: %w", r.ID, err)
+			}
+		}
+	}
+	return nil
 }
 
 // BeforeEnd snapshots the servers of each host reservation whose before_end action is

@@ -269,12 +269,12 @@ func TestFailuresCarryNovaMessage(t *testing.T) {
 func TestOtherTypesUntouched(t *testing.T) {
 	d := newTestDriver(t, "h1")
 	l := d.lease("h1")
-	l.Reservations[0].ResourceType = "virtual:floatingip"
+	l.Reservations[0].ResourceType = "virtual:network"
 	if err := d.OnStart(context.Background(), l); err != nil {
 		t.Fatal(err)
 	}
 	if d.nova.byName("res-1") != nil {
-		t.Fatal("an aggregate for a floating IP reservation")
+		t.Fatal("an aggregate for a network reservation")
 	}
 }
 

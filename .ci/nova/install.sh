@@ -4,7 +4,8 @@ set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 apt-get install -y --no-install-recommends -o DPkg::Lock::Timeout=600 \
   keystone placement-api nova-api nova-conductor nova-scheduler python3-nova \
-  glance-api python3-openstackclient uwsgi-core uwsgi-plugin-python3 python3-pymysql
+  glance-api python3-openstackclient uwsgi-core uwsgi-plugin-python3 python3-pymysql \
+  neutron-server
 # Tools the scripts use and that were already present here: curl, bc, sqlite3, mysql (mariadb-client),
 # rabbitmqctl (rabbitmq-server), /usr/bin/python3.
 for t in curl bc sqlite3 mysql rabbitmqctl; do command -v $t >/dev/null || echo "MISSING: $t" >&2; done

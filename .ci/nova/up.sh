@@ -10,5 +10,6 @@ step ./20-register.sh
 step ./30-backends.sh
 step ./40-configs.sh
 step ./50-dbsync.sh
+[ "${NEUTRON:-stub}" = real ] && step ./45-neutron-real.sh
 step ./60-start.sh
 echo "TOTAL bring-up: $(( $(date +%s)-T0 )) s"

@@ -44,6 +44,7 @@ type testNova struct {
 	compute   *gophercloud.ServiceClient
 	image     *gophercloud.ServiceClient
 	placement *gophercloud.ServiceClient
+	network   *gophercloud.ServiceClient
 }
 
 func needNova(t *testing.T) *testNova {
@@ -78,6 +79,9 @@ func needNova(t *testing.T) *testNova {
 		t.Fatal(err)
 	}
 	if n.placement, err = gopheros.NewPlacementV1(provider, gophercloud.EndpointOpts{}); err != nil {
+		t.Fatal(err)
+	}
+	if n.network, err = gopheros.NewNetworkV2(provider, gophercloud.EndpointOpts{}); err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -854,5 +858,106 @@ func TestOpenStackDriverMonitorHeals(t *testing.T) {
 			return false, fmt.Errorf("maintenance windows: %s", r)
 		}
 		return len(list) == 0, nil
+	})
+}
+
+// A floating IP reservation against the real neutron-server (.ci/nova with NEUTRON=real),
+// as Blazar's plugin: at the start Neutron has the address as a floating IP of the
+// project, tagged blazar and reservation:<id>; at the end it is gone.
+func TestOpenStackDriverFloatingIPReservation(t *testing.T) {
+	n := needNova(t)
+	ctx := context.Background()
+	var ext struct {
+		Extensions []struct {
+			Alias string `json:"alias"`
+		} `json:"extensions"`
+	}
+	_, err := n.network.Get(ctx, n.network.ServiceURL("extensions"), &ext, nil)
+	if err != nil || !slices.ContainsFunc(ext.Extensions, func(e struct {
+		Alias string `json:"alias"`
+	}) bool {
+		return e.Alias == "router"
+	}) {
+		if os.Getenv("CLIMATE_TEST_NEUTRON_REQUIRED") == "1" {
+			t.Fatalf("CLIMATE_TEST_NEUTRON_REQUIRED=1 but Neutron has no floating IPs (the stub?): %v", err)
+		}
+		t.Skip("Neutron is the stub: bring .ci/nova up with NEUTRON=real (CI does)")
+	}
+	hosts := n.reset(t)
+	// The external network and subnet, as an operator makes them (kept across runs).
+	var nets struct {
+		Networks []struct {
+			ID string `json:"id"`
+		} `json:"networks"`
+	}
+	_, err = n.network.Get(ctx, n.network.ServiceURL("networks")+"?name=climate-ext", &nets, nil)
+	must(t, err)
+	var netID string
+	if len(nets.Networks) > 0 {
+		netID = nets.Networks[0].ID
+	} else {
+		var created struct {
+			Network struct {
+				ID string `json:"id"`
+			} `json:"network"`
+		}
+		_, err = n.network.Post(ctx, n.network.ServiceURL("networks"), map[string]any{"network": map[string]any{"name": "climate-ext",
+			"router:external": true, "provider:network_type": "flat", "provider:physical_network": "physnet1"}}, &created, nil)
+		must(t, err)
+		netID = created.Network.ID
+		_, err = n.network.Post(ctx, n.network.ServiceURL("subnets"), map[string]any{"subnet": map[string]any{"network_id": netID,
+			"cidr": "172.24.4.0/24", "ip_version": 4, "enable_dhcp": false}}, nil, nil)
+		must(t, err)
+	}
+	const addr = "172.24.4.10"
+	fip := func() map[string]any {
+		t.Helper()
+		var list struct {
+			FloatingIPs []map[string]any `json:"floatingips"`
+		}
+		_, err := n.network.Get(ctx, n.network.ServiceURL("floatingips")+"?floating_ip_address="+addr, &list, nil)
+		must(t, err)
+		if len(list.FloatingIPs) == 0 {
+			return nil
+		}
+		return list.FloatingIPs[0]
+	}
+	if f := fip(); f != nil { // an interrupted run's
+		_, err := n.network.Delete(ctx, n.network.ServiceURL("floatingips", f["id"].(string)), nil)
+		must(t, err)
+	}
+	s := n.serve(t, hosts)
+	if r := ksCall(t, "POST", s.url+"/v1/floatingips", fmt.Sprintf(`{"floating_network_id": %q, "floating_ip_address": %q}`, netID, addr), nil); r.status != 201 {
+		t.Fatalf("registering %s: %s", addr, r)
+	}
+	start := time.Now().UTC().Add(2 * time.Second).Truncate(time.Second)
+	r := ksCall(t, "POST", s.url+"/v1/leases", fmt.Sprintf(`{"name": "fip", "start_date": %q, "end_date": %q,
+		"reservations": [{"resource_type": "virtual:floatingip", "network_id": %q, "amount": 1}]}`,
+		start.Format("2006-01-02 15:04:05"), start.Add(time.Hour).Format("2006-01-02 15:04:05"), netID), n.owner())
+	if r.status != 201 {
+		t.Fatalf("lease: %s", r)
+	}
+	leaseID := r.body["lease"].(map[string]any)["id"].(string)
+	rid := r.body["lease"].(map[string]any)["reservations"].([]any)[0].(map[string]any)["id"].(string)
+	made := n.waitFor(t, "the floating IP in Neutron, tagged", 30*time.Second, func() (bool, error) {
+		f := fip()
+		tags, _ := f["tags"].([]any)
+		return f != nil && slices.Contains(tags, any("reservation:"+rid)), nil
+	})
+	t.Logf("lease start → floating IP in Neutron: %s", made.Sub(start).Round(time.Millisecond))
+	f := fip()
+	tags, _ := f["tags"].([]any)
+	if f["project_id"] != n.project || f["floating_network_id"] != netID || !slices.Contains(tags, any("blazar")) || !slices.Contains(tags, any("reservation:"+rid)) {
+		t.Fatalf("the reservation's floating IP: %v", f)
+	}
+	end := time.Now().UTC().Add(2 * time.Second).Truncate(time.Second)
+	if r := ksCall(t, "PUT", s.url+"/v1/leases/"+leaseID, fmt.Sprintf(`{"end_date": %q}`, end.Format("2006-01-02 15:04:05")), n.owner()); r.status != 200 {
+		t.Fatalf("moving the end: %s", r)
+	}
+	gone := n.waitFor(t, "the floating IP deleted", 30*time.Second, func() (bool, error) { return fip() == nil, nil })
+	t.Logf("lease end → floating IP deleted: %s", gone.Sub(end).Round(time.Millisecond))
+	n.waitFor(t, "the lease TERMINATED", 30*time.Second, func() (bool, error) {
+		r := ksCall(t, "GET", s.url+"/v1/leases/"+leaseID, "", n.owner())
+		return r.body["lease"].(map[string]any)["status"] == "TERMINATED", nil
 	})
 }

@@ -40,8 +40,9 @@ reservations): at a lease's start its hosts leave the freepool aggregate for an 
 named after the reservation (availability zone blazar_<id>, blazar:owner = the project),
 where blazar-nova's BlazarFilter admits servers booted with --hint reservation=<id>; at
 its end their servers are deleted (waited for up to --nova-server-delete-timeout) and the
-hosts go back to the freepool. virtual:instance reservations get Blazar's private flavor
-<id>, aggregate and placement inventory. Hosts are registered from Nova's hypervisors
+hosts go back to the freepool. virtual:instance and flavor:instance reservations get
+Blazar's private flavor <id>, aggregate and placement inventory; virtual:floatingip ones
+Neutron floating IPs of the project. Hosts are registered from Nova's hypervisors
 (and join the freepool); --nova-monitor-interval polls their state into maintenance
 windows. Climate authenticates as its service user of the --keystone-… flags (admin on
 its project), whatever --auth is.`
@@ -111,7 +112,7 @@ func openstackDriver(ctx context.Context, o *serveOptions, st climate.Store, log
 		placement = clients.Placement.Endpoint
 	}
 	log.Info("OpenStack driver: acting on Nova", "nova", clients.Compute.Endpoint, "placement", placement, "freepool", d.freepool)
-	return openstack.New(openstack.Config{Compute: clients.Compute, Placement: clients.Placement, Store: st, Freepool: d.freepool, AZPrefix: d.azPrefix,
+	return openstack.New(openstack.Config{Compute: clients.Compute, Placement: clients.Placement, Network: clients.Network, Store: st, Freepool: d.freepool, AZPrefix: d.azPrefix,
 		DeleteTimeout: d.deleteTimeout, Attempts: d.attempts, Backoff: d.backoff, Logger: log}), nil
 }
 
