@@ -81,6 +81,8 @@ type serveOptions struct {
 	tlsCert, tlsKey string
 	// policyFile overrides the default policy rules (oslo.policy's format).
 	policyFile string
+	// driver chooses standalone or the OpenStack driver (serve_openstack.go).
+	driver driverOptions
 }
 
 func newServeCmd() *cobra.Command {
@@ -157,6 +159,7 @@ logged at most every 10 s, with counts.` + keystoneHelp,
 	addKeystoneFlags(f, &o.keystone)
 	addNotifyFlags(f, &o.notify)
 	addActionFlags(cmd, &o.actions)
+	addDriverFlags(cmd, &o.driver)
 	addDataDirHelp(cmd)
 	return cmd
 }
@@ -418,8 +421,13 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 	}
 	ready := metrics.NewReadiness(checks...)
 	mtr := metrics.New(&metrics.StoreCollector{Store: st, Clock: clk}, ready)
+	drv, err := openstackDriver(ctx, o, st, log) // nil: standalone
+	if err != nil {
+		return err
+	}
 	sole := false
 	acts := &actionSet{}
+	var driverDest notify.Destination // the driver: lease deletions, updates and healings in OpenStack
 	if runEngine {
 		if !onPostgres {
 			// One engine per SQLite database: holding the lock, it knows claims it finds are
@@ -440,6 +448,7 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 		if acts, err = buildActions(&o.actions, st, clk, log, sole, pg, maxSleep); err != nil {
 			return err
 		}
+		acts.engine, driverDest = withDriver(drv, acts.engine)
 	}
 	// The delivery worker runs where the engine runs (on SQLite, the one engine process).
 	var deliverer *notify.Worker
@@ -452,6 +461,9 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 		defer closeDests()         // deferred before the worker stops (wg.Wait), so runs after it
 		if o.external.Base != "" { // the operator's service hears of each lease end
 			dests = append(dests, enforce.OnEnd{External: &o.external})
+		}
+		if driverDest != nil {
+			dests = append(dests, driverDest)
 		}
 		deliverer = newDeliverer(st, pg, clk, log, o.role, append([]notify.Destination{notify.Log{Logger: log}}, dests...), hooks, mtr.Delivered)
 	}
@@ -513,6 +525,7 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 		go func() { defer wg.Done(); errc <- eng.Run(ctx) }()
 		go func() { defer wg.Done(); _ = deliverer.Run(ctx) }()
 		acts.run(ctx, &wg)
+		runMonitor(ctx, &wg, &o.driver, drv, mgr, pg)
 		if onPostgres {
 			wg.Add(1)
 			go func() {
@@ -544,7 +557,7 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 		}
 		runHub(ctx, &wg, hub, pg, runEngine && onPostgres)
 		webhooks := &webhook.Service{Store: st, Clock: clk, Guard: webhook.Guard{AllowPrivate: o.notify.webhook.allowPrivate}, Sender: hooks, Notified: notified, Policy: pol}
-		api := &climatehttp.Server{Leases: mgr, Hosts: mgr, Availability: mgr, Auth: auth, Logger: log, CrossOrigin: origins, Notifications: hub, Webhooks: webhooks,
+		api := &climatehttp.Server{Leases: mgr, Hosts: hostService(mgr, drv, pol), Maintenances: mgr, Availability: mgr, Auth: auth, Logger: log, CrossOrigin: origins, Notifications: hub, Webhooks: webhooks,
 			FloatingIPs: mgr, Flavors: mgr, Audit: mgr, Observe: mtr.Request,
 			UI: ui.Handler()}
 		var limited net.Listener

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"climate"
+	"climate/engine"
+	"climate/manager"
+	"climate/notify"
+	"climate/openstack"
+	"climate/postgres"
+)
+
+// driverOptions choose what lease events do besides hooks: nothing (standalone) or the
+// OpenStack driver, which acts on Nova as Climate's service user (the --keystone-… flags).
+type driverOptions struct {
+	name          string
+	region        string
+	iface         string
+	freepool      string
+	azPrefix      string
+	deleteTimeout time.Duration
+	attempts      int
+	backoff       time.Duration
+	monitor       time.Duration // 0: no host monitor
+}
+
+func addDriverFlags(cmd *cobra.Command, o *driverOptions) {
+	cmd.Long += `
+
+With --driver openstack, lease events act on Nova as Blazar's do (physical:host
+reservations): at a lease's start its hosts leave the freepool aggregate for an aggregate
+named after the reservation (availability zone blazar_<id>, blazar:owner = the project),
+where blazar-nova's BlazarFilter admits servers booted with --hint reservation=<id>; at
+its end their servers are deleted (waited for up to --nova-server-delete-timeout) and the
+hosts go back to the freepool. virtual:instance and flavor:instance reservations get
+Blazar's private flavor <id>, aggregate and placement inventory; virtual:floatingip ones
+Neutron floating IPs of the project. Hosts are registered from Nova's hypervisors
+(and join the freepool); --nova-monitor-interval polls their state into maintenance
+windows. Climate authenticates as its service user of the --keystone-… flags (admin on
+its project), whatever --auth is.`
+	f := cmd.Flags()
+	f.StringVar(&o.name, "driver", "standalone", "what lease events do besides hooks: standalone (nothing) or openstack (Nova host aggregates, as Blazar)")
+	f.StringVar(&o.region, "openstack-region", "", "the region of Nova's endpoint in Keystone's catalog (empty: any)")
+	f.StringVar(&o.iface, "openstack-interface", "public", "which of Nova's endpoints to use: public, internal or admin")
+	f.StringVar(&o.freepool, "nova-freepool", openstack.DefaultFreepool, "the aggregate of free reservable hosts (Blazar's aggregate_freepool_name)")
+	f.StringVar(&o.azPrefix, "nova-az-prefix", openstack.DefaultAZPrefix, "prefix of a host reservation's availability zone (Blazar's blazar_az_prefix)")
+	f.DurationVar(&o.deleteTimeout, "nova-server-delete-timeout", openstack.DefaultDeleteTimeout, "how long a lease's end waits for its servers to be deleted before failing")
+	f.IntVar(&o.attempts, "openstack-attempts", openstack.DefaultAttempts, "attempts of an OpenStack call that fails in a way that may pass (5xx, 429, no answer)")
+	f.DurationVar(&o.backoff, "openstack-retry-wait", openstack.DefaultBackoff, "wait before an OpenStack call's second attempt, doubled before each later one")
+	f.DurationVar(&o.monitor, "nova-monitor-interval", 0, "with --driver openstack, how often to poll Nova's hypervisors (Blazar's polling monitor, e.g. 60s): one down or disabled puts its host in maintenance until further notice (healing its reservations) until it is up again; 0 = no monitor")
+}
+
+// runMonitor starts the host monitor where the engine runs (on PostgreSQL, in the one
+// replica leading "openstack-monitor"); wg tracks it until ctx is done.
+func runMonitor(ctx context.Context, wg *sync.WaitGroup, o *driverOptions, drv *openstack.Driver, mgr *manager.Manager, pg *postgres.Store) {
+	if drv == nil || o.monitor <= 0 {
+		return
+	}
+	m := &openstack.Monitor{Driver: drv, Hosts: mgr, Maintenance: mgr}
+	holder := climate.NewID()
+	if pg != nil {
+		m.Leader = func(ctx context.Context) (bool, error) {
+			return pg.TryLead(ctx, "openstack-monitor", holder, 3*o.monitor)
+		}
+	}
+	wg.Add(1)
+	go func() { defer wg.Done(); m.Run(ctx, o.monitor) }()
+}
+
+// openstackDriver returns the driver --driver names, connected (nil for standalone).
+func openstackDriver(ctx context.Context, o *serveOptions, st climate.Store, log *slog.Logger) (*openstack.Driver, error) {
+	d := &o.driver
+	switch d.name {
+	case "", "standalone":
+		return nil, nil
+	case "openstack":
+	default:
+		return nil, fmt.Errorf("--driver %q: want standalone or openstack", d.name)
+	}
+	k := &o.keystone
+	switch {
+	case k.url == "":
+		return nil, errors.New("--driver openstack needs --keystone-url (Keystone's identity URL) and Climate's service user")
+	case k.appCredID == "" && (k.username == "" || k.project == "" || k.password == ""):
+		return nil, errors.New("--driver openstack needs Climate's service user: --keystone-username, --keystone-project and CLIMATE_KEYSTONE_PASSWORD, or --keystone-application-credential-id and CLIMATE_KEYSTONE_APPLICATION_CREDENTIAL_SECRET")
+	case k.appCredID != "" && k.appCredSecret == "":
+		return nil, errors.New("--keystone-application-credential-id needs its secret: set CLIMATE_KEYSTONE_APPLICATION_CREDENTIAL_SECRET")
+	case d.attempts < 1 || d.backoff < 0 || d.deleteTimeout <= 0:
+		return nil, errors.New("--openstack-attempts, --openstack-retry-wait, --nova-server-delete-timeout: want at least 1 attempt, a wait of 0 or more and a positive timeout")
+	}
+	auth := openstack.Auth{URL: k.url, Username: k.username, Password: k.password, Project: k.project,
+		UserDomain: k.userDomain, ProjectDomain: k.projectDomain, CAFile: k.caFile, Timeout: k.timeout,
+		ApplicationCredentialID: k.appCredID, ApplicationCredentialSecret: k.appCredSecret,
+		Region: d.region, Interface: d.iface}
+	if k.appCredID != "" {
+		auth.Username, auth.Password, auth.Project = "", "", ""
+	}
+	clients, err := connectNova(ctx, auth, k.startupWait, log)
+	if err != nil {
+		return nil, fmt.Errorf("--driver openstack: %w", err)
+	}
+	placement := "none in the catalog: instance reservations will fail"
+	if clients.Placement != nil {
+		placement = clients.Placement.Endpoint
+	}
+	log.Info("OpenStack driver: acting on Nova", "nova", clients.Compute.Endpoint, "placement", placement, "freepool", d.freepool)
+	return openstack.New(openstack.Config{Compute: clients.Compute, Placement: clients.Placement, Network: clients.Network, Store: st, Freepool: d.freepool, AZPrefix: d.azPrefix,
+		DeleteTimeout: d.deleteTimeout, Attempts: d.attempts, Backoff: d.backoff, Logger: log}), nil
+}
+
+// withDriver returns the engine's actions with drv's before inner's (hooks; nil for
+// none), and drv's notification destination for lease deletions, updates and healings (nil for none).
+func withDriver(drv *openstack.Driver, inner engine.Actions) (engine.Actions, notify.Destination) {
+	switch {
+	case drv == nil:
+		return inner, nil
+	case inner == nil:
+		return drv, openstack.Changes{Driver: drv}
+	}
+	return chain{drv, inner}, openstack.Changes{Driver: drv}
+}
+
+// hostService is the API's host service: with the driver, hosts come from Nova and the
+// freepool follows them.
+func hostService(mgr climate.HostService, drv *openstack.Driver, pol climate.Policy) climate.HostService {
+	if drv == nil {
+		return mgr
+	}
+	return openstack.Hosts{HostService: mgr, Driver: drv, Policy: pol}
+}
+
+// connectNova connects, waiting up to wait for a Keystone or Nova that is not up yet.
+func connectNova(ctx context.Context, a openstack.Auth, wait time.Duration, log *slog.Logger) (*openstack.Clients, error) {
+	deadline := time.Now().Add(wait)
+	backoff := time.Second
+	for {
+		c, err := openstack.Connect(ctx, a)
+		if err == nil || time.Now().Add(backoff).After(deadline) {
+			return c, err
+		}
+		log.Warn("waiting for OpenStack", "problem", err.Error(), "retry_in", backoff)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 10*time.Second)
+	}
+}
+
+// chain runs a's action, then b's: the driver's, then the hooks'.
+type chain struct{ a, b engine.Actions }
+
+func (c chain) OnStart(ctx context.Context, l *climate.Lease) error {
+	if err := c.a.OnStart(ctx, l); err != nil {
+		return err
+	}
+	return c.b.OnStart(ctx, l)
+}
+
+// OnEnd runs both even if the first fails: an ending lease releases all it holds.
+func (c chain) OnEnd(ctx context.Context, l *climate.Lease) error {
+	return errors.Join(c.a.OnEnd(ctx, l), c.b.OnEnd(ctx, l))
+}
+
+func (c chain) BeforeEnd(ctx context.Context, l *climate.Lease) error {
+	return errors.Join(c.a.BeforeEnd(ctx, l), c.b.BeforeEnd(ctx, l))
+}

@@ -1,0 +1,135 @@
+package openstack
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"climate"
+)
+
+// Changes carries lease changes that have no engine event to Nova. It is a notification
+// destination (notify.Destination): the notification is written in the transaction that
+// makes the change and delivered at least once, with retries.
+//
+//   - lease.delete: a deletion removes the lease's events with it, so a started lease that
+//     is deleted is released here, as Blazar ends it: its hosts' servers deleted and waited
+//     for, the hosts back in the freepool, the aggregate deleted (a lease that never
+//     started has no aggregate: nothing to do).
+//   - lease.update and lease.healed: an active host reservation's aggregate is brought in
+//     step with the hosts the reservation holds now (an update that raised min and max
+//     added some, as Blazar adds them to the aggregate; healing replaced a failed host, as
+//     Blazar's healing moves the new one in; a host dropped is cleared and given back).
+type Changes struct{ Driver *Driver }
+
+// Name is the destination's delivery cursor.
+func (Changes) Name() string { return "openstack" }
+
+// Accepts takes lease deletions, updates and healings (a host replaced by another).
+func (Changes) Accepts(n *climate.Notification) bool {
+	switch n.EventType {
+	case climate.NotifyLeaseDelete, climate.NotifyLeaseUpdate, climate.NotifyLeaseHealed:
+		return true
+	}
+	return false
+}
+
+// Deliver acts on one change.
+func (c Changes) Deliver(ctx context.Context, n *climate.Notification) error {
+	if n.EventType != climate.NotifyLeaseDelete {
+		return c.updated(ctx, n.LeaseID)
+	}
+	// The payload is the lease as the API shows it.
+	var lease struct {
+		Reservations []struct {
+			ID           string `json:"id"`
+			ResourceType string `json:"resource_type"`
+		} `json:"reservations"`
+	}
+	if err := json.Unmarshal(n.Payload, &lease); err != nil {
+		return fmt.Errorf("lease %s: reading its deletion: %w", n.LeaseID, err)
+	}
+	for _, r := range lease.Reservations {
+		var err error
+		switch r.ResourceType {
+		case climate.ResourceTypeHost:
+			err = c.Driver.release(ctx, r.ID, true)
+		case InstanceType, FlavorType:
+			err = c.Driver.endInstances(ctx, r.ID)
+		case FloatingIPType:
+			err = c.Driver.endFloatingIPs(ctx, r.ID)
+		}
+		if err != nil {
+			return fmt.Errorf("lease %s deleted: reservation %s: %w", n.LeaseID, r.ID, err)
+		}
+	}
+	return nil
+}
+
+// updated syncs the aggregates of an active lease with its hosts as they are now (read
+// from the store: the notification may be older than the lease).
+func (c Changes) updated(ctx context.Context, leaseID string) error {
+	var l *climate.Lease
+	err := c.Driver.cfg.Store.View(ctx, func(tx climate.Tx) error {
+		var err error
+		l, err = tx.GetLease(ctx, leaseID)
+		return err
+	})
+	if climate.ErrorCode(err) == climate.CodeNotFound {
+		return nil // deleted since: its deletion releases it
+	}
+	if err != nil {
+		return err
+	}
+	if l.Status != climate.LeaseActive {
+		return nil // not started (its start moves the hosts) or ending (its end releases them)
+	}
+	return c.Driver.each(ctx, l, c.Driver.sync, nil)
+}
+
+// sync makes r's aggregate hold the hosts r holds now: missing ones move in, others are
+// cleared of servers and go back to the freepool. A reservation with no aggregate has
+// not started or has ended: nothing to do.
+func (d *Driver) sync(ctx context.Context, l *climate.Lease, r *climate.Reservation) error {
+	agg, err := d.findAggregate(ctx, r.ID)
+	if err != nil || agg == nil {
+		return err
+	}
+	now := time.Now()
+	cur := *r
+	cur.Allocations = nil
+	for _, a := range r.Allocations {
+		if a.Start.After(now) || !a.End.After(now) {
+			continue // not yet, or taken back
+		}
+		cur.Allocations = append(cur.Allocations, a)
+	}
+	hosts, err := d.hosts(ctx, &cur)
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, h := range hosts {
+		names = append(names, h.name)
+	}
+	if err := d.moveIn(ctx, agg, hosts); err != nil {
+		return err
+	}
+	for _, h := range slices.Clone(agg.Hosts) {
+		if slices.Contains(names, h) {
+			continue
+		}
+		if err := d.clearHosts(ctx, []string{h}); err != nil {
+			return err
+		}
+		if _, err := d.freepoolMember(ctx, h, true); err != nil {
+			return err
+		}
+		if err := d.hostAction(ctx, agg, h, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
