@@ -92,32 +92,16 @@ func (m *Manager) ListAudit(ctx context.Context, who climate.Identity, q climate
 		}
 		f.After = n
 	}
-	left := q.Limit
-	for {
-		f.Limit = listBatch
-		if q.Limit > 0 && left <= listBatch {
-			f.Limit = left + 1 // one more than passed tells whether more follow
-		}
+	return pages(q.Limit, func(n int) ([]climate.AuditEntry, error) {
+		f.Limit = n
 		var batch []climate.AuditEntry
-		if err := m.store.View(ctx, func(tx climate.Tx) (err error) {
+		err := m.store.View(ctx, func(tx climate.Tx) (err error) {
 			batch, err = tx.ListAudit(ctx, f)
 			return err
-		}); err != nil {
-			return false, err
-		}
-		more := q.Limit > 0 && len(batch) > left
-		if more {
-			batch = batch[:left]
-		}
+		})
 		if len(batch) > 0 {
-			if err := fn(batch); err != nil {
-				return false, err
-			}
+			f.After = batch[len(batch)-1].ID
 		}
-		if more || len(batch) < f.Limit {
-			return more, nil
-		}
-		left -= len(batch)
-		f.After = batch[len(batch)-1].ID
-	}
+		return batch, err
+	}, fn)
 }

@@ -62,12 +62,8 @@ func (m *Manager) ListLeases(ctx context.Context, who climate.Identity, q climat
 			return false, err
 		}
 	}
-	left := q.Limit
-	for {
-		f.Limit = listBatch
-		if q.Limit > 0 && left <= listBatch {
-			f.Limit = left + 1 // one more than passed tells whether more follow
-		}
+	return pages(q.Limit, func(n int) ([]climate.Lease, error) {
+		f.Limit = n
 		var batch []climate.Lease
 		err := m.store.View(ctx, func(tx climate.Tx) error {
 			var err error
@@ -76,10 +72,30 @@ func (m *Manager) ListLeases(ctx context.Context, who climate.Identity, q climat
 			}
 			return usage.FillCosts(ctx, tx, batch)
 		})
+		if len(batch) > 0 {
+			last := batch[len(batch)-1]
+			f.After = &climate.Lease{ID: last.ID, CreatedAt: last.CreatedAt}
+		}
+		return batch, err
+	}, fn)
+}
+
+// pages passes to fn, batch by batch, what read returns, at most limit items (0: all),
+// and reports whether more follow the limit. read(n) returns the next n items at most
+// (fewer: the last batch) and moves its own position past them; asking one more than
+// the limit leaves tells whether more follow.
+func pages[T any](limit int, read func(n int) ([]T, error), fn func([]T) error) (more bool, err error) {
+	left := limit
+	for {
+		n := listBatch
+		if limit > 0 && left <= listBatch {
+			n = left + 1
+		}
+		batch, err := read(n)
 		if err != nil {
 			return false, err
 		}
-		more := q.Limit > 0 && len(batch) > left
+		more := limit > 0 && len(batch) > left
 		if more {
 			batch = batch[:left]
 		}
@@ -88,12 +104,10 @@ func (m *Manager) ListLeases(ctx context.Context, who climate.Identity, q climat
 				return false, err
 			}
 		}
-		if more || len(batch) < f.Limit {
+		if more || len(batch) < n {
 			return more, nil
 		}
 		left -= len(batch)
-		last := batch[len(batch)-1]
-		f.After = &climate.Lease{ID: last.ID, CreatedAt: last.CreatedAt}
 	}
 }
 
