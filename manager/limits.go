@@ -26,15 +26,18 @@ func (m *Manager) account(ctx context.Context, tx climate.Tx, cur, l *climate.Le
 	if cur == nil { // a new lease, or a waiting one booked: neither has records yet
 		change = usage.Created
 	}
-	c, err := usage.Sync(ctx, tx, l, change, now)
+	lim, _, err := tx.GetProjectLimits(ctx, l.ProjectID) // nil when none
+	if err != nil {
+		return err
+	}
+	c, err := usage.SyncPriced(ctx, tx, l, change, now, lim)
 	if err != nil {
 		return err
 	}
 	l.Cost = &c.LeaseCost
-	if c.Limits == nil || m.exempt(l.ProjectID, c.Limits) {
+	if lim == nil || m.exempt(l.ProjectID, lim) {
 		return nil
 	}
-	lim := c.Limits
 	moved := cur == nil || !cur.Start.Equal(l.Start) || !cur.End.Equal(l.End) || c.Delta > 0
 	if lim.MaxLeaseDuration != nil && moved {
 		if err := (rules{maxDuration: *lim.MaxLeaseDuration}).checkDuration(l.Start, l.End); err != nil {

@@ -33,8 +33,6 @@ type Charge struct {
 	// Rate is what the lease's open records cost per hour; LeaseCost what all its
 	// records charge.
 	Rate, LeaseCost float64
-	// Limits are the project's limits, nil when it has none.
-	Limits *climate.ProjectLimits
 }
 
 // Change is what the transaction calling Sync does to the lease.
@@ -57,16 +55,37 @@ const (
 // over (TERMINATED, ERROR, FAILED, TIMEDOUT or deleted) or the allocation is taken away
 // (healing, an update): its record is then closed. An open record charges its whole
 // reserved window, a closed one what was held: ending early refunds the rest.
+//
+// The project's prices are read only when an allocation is new (its rate is fixed then).
 func Sync(ctx context.Context, tx climate.Tx, l *climate.Lease, change Change, now time.Time) (Charge, error) {
-	var c Charge
-	limits, ok, err := tx.GetProjectLimits(ctx, l.ProjectID)
-	if err != nil {
-		return c, err
-	}
+	var prices *climate.Prices
+	return syncRecords(ctx, tx, l, change, now, func() (climate.Prices, error) {
+		if prices == nil {
+			lim, ok, err := tx.GetProjectLimits(ctx, l.ProjectID)
+			if err != nil {
+				return climate.Prices{}, err
+			}
+			prices = &climate.Prices{}
+			if ok {
+				prices = &lim.Prices
+			}
+		}
+		return *prices, nil
+	})
+}
+
+// SyncPriced is Sync for a caller that has read the project's limits (nil: none).
+func SyncPriced(ctx context.Context, tx climate.Tx, l *climate.Lease, change Change, now time.Time, limits *climate.ProjectLimits) (Charge, error) {
 	var prices climate.Prices
-	if ok {
-		c.Limits, prices = limits, limits.Prices
+	if limits != nil {
+		prices = limits.Prices
 	}
+	return syncRecords(ctx, tx, l, change, now, func() (climate.Prices, error) { return prices, nil })
+}
+
+func syncRecords(ctx context.Context, tx climate.Tx, l *climate.Lease, change Change, now time.Time, pricesOf func() (climate.Prices, error)) (Charge, error) {
+	var c Charge
+	var err error
 	var old []climate.UsageRecord
 	if change != Created {
 		if old, err = tx.ListUsage(ctx, climate.UsageFilter{LeaseID: l.ID}); err != nil {
@@ -113,6 +132,10 @@ func Sync(ctx context.Context, tx climate.Tx, l *climate.Lease, change Change, n
 				}
 				u := before
 				if !existed {
+					prices, err := pricesOf()
+					if err != nil {
+						return c, err
+					}
 					if u, err = newRecord(ctx, tx, l, r, a, prices, now); err != nil {
 						return c, err
 					}
