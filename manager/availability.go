@@ -54,20 +54,22 @@ func (m *Manager) Warm(ctx context.Context) (time.Duration, error) {
 
 // refresh brings the view to (at least) the given revisions, unless another request already
 // did: when only allocations moved, by applying the store's allocation log to the index,
-// otherwise (or when the store cannot say what changed) by a rebuild. It holds commitMu, so
-// only one refresh runs at a time, no commit of this manager lands between the snapshot and
-// its publication (which would leave the view stale at once), and the index's revisions,
-// which change only under commitMu, say exactly which changes it lacks.
+// otherwise (or when the store cannot say what changed) by a rebuild. refreshMu lets one
+// refresh run at a time. Commits may land meanwhile: each index update says which
+// revisions it covers (see advance), so none is applied twice or skipped, and a view left
+// behind is caught up by the next request.
 func (m *Manager) refresh(ctx context.Context, invRev, allocRev int64) error {
-	m.commitMu.Lock()
-	defer m.commitMu.Unlock()
+	m.refreshMu.Lock()
+	defer m.refreshMu.Unlock()
 	m.mu.RLock()
 	cur := m.avail
+	current := cur != nil && cur.Index.InventoryRevision >= invRev && cur.Index.AllocationRevision >= allocRev
+	sameInventory := cur != nil && cur.Index.InventoryRevision == invRev
 	m.mu.RUnlock()
-	if cur != nil && cur.Index.InventoryRevision >= invRev && cur.Index.AllocationRevision >= allocRev {
+	if current {
 		return nil
 	}
-	if cur != nil && cur.Index.InventoryRevision == invRev {
+	if sameInventory {
 		if done, err := m.catchUp(ctx, cur); err != nil || done {
 			return err
 		}
@@ -76,11 +78,12 @@ func (m *Manager) refresh(ctx context.Context, invRev, allocRev int64) error {
 	if err != nil {
 		return err
 	}
+	m.mu.Lock()
 	if cur != nil {
 		a.Index.KeepFilters(cur.Index) // the hosts other requests ask for stay spared
 	}
-	m.mu.Lock()
 	m.avail = a
+	m.dropPendingBefore(a.Index.AllocationRevision)
 	m.mu.Unlock()
 	m.rebuilds.Add(1)
 	m.freed.everything() // a rebuilt index may hide what was freed
@@ -90,9 +93,11 @@ func (m *Manager) refresh(ctx context.Context, invRev, allocRev int64) error {
 // catchUp applies to cur's index the allocation changes after its revision, read in one
 // snapshot with the store's revisions, and moves the index to that snapshot. done is false
 // when a rebuild is needed instead: the inventory moved, or the store keeps no log or its
-// log no longer reaches back to the index's revision. The caller holds commitMu.
+// log no longer reaches back to the index's revision. The caller holds refreshMu.
 func (m *Manager) catchUp(ctx context.Context, cur *resource.View) (done bool, err error) {
-	since := cur.Index.AllocationRevision
+	m.mu.RLock()
+	since, invRev := cur.Index.AllocationRevision, cur.Index.InventoryRevision
+	m.mu.RUnlock()
 	var rev int64
 	var changes []climate.AllocationChange
 	err = m.store.View(ctx, func(tx climate.Tx) error {
@@ -100,8 +105,8 @@ func (m *Manager) catchUp(ctx context.Context, cur *resource.View) (done bool, e
 		if !ok {
 			return nil
 		}
-		invRev, err := tx.InventoryRevision(ctx)
-		if err != nil || invRev != cur.Index.InventoryRevision {
+		storeInvRev, err := tx.InventoryRevision(ctx)
+		if err != nil || storeInvRev != invRev {
 			return err
 		}
 		if rev, err = tx.AllocationRevision(ctx); err != nil {
@@ -115,11 +120,77 @@ func (m *Manager) catchUp(ctx context.Context, cur *resource.View) (done bool, e
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	applyChanges(cur, changes)
-	m.freed.note(removedOf(changes))
-	cur.Index.AllocationRevision = rev
+	m.applyLocked(cur, changes, rev)
 	m.catchUps.Add(1)
 	return true, nil
+}
+
+// pendingCommit is a commit of this manager that reached the store before an earlier one
+// reached the index: it waits in Manager.pending, keyed by the revision it starts from.
+type pendingCommit struct {
+	after   int64
+	changes []climate.AllocationChange
+}
+
+// advance brings the index past a commit of this manager that moved the allocation
+// revision from before to after with changes. Commits reach here in any order (SQLite
+// commits a batch of them at once, PostgreSQL's writers run side by side), so one that
+// starts past the index's revision waits in pending until the commits before it are
+// applied; one the index already covers (a catch-up read it) is dropped. A commit whose
+// predecessor never comes (another process wrote it) waits until a refresh reads the
+// log past it.
+func (m *Manager) advance(before, after int64, changes []climate.AllocationChange) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	a := m.avail
+	if a == nil || a.Index.AllocationRevision >= after {
+		return
+	}
+	if a.Index.AllocationRevision < before {
+		if m.pending == nil {
+			m.pending = map[int64]pendingCommit{}
+		}
+		m.pending[before] = pendingCommit{after, changes}
+		return
+	}
+	m.applyLocked(a, changes, after)
+}
+
+// applyLocked applies to x the changes it lacks, moves it to revision rev, then applies
+// the pending commits that now follow on. The caller holds m.mu for writing.
+func (m *Manager) applyLocked(x *resource.View, changes []climate.AllocationChange, rev int64) {
+	for {
+		have := x.Index.AllocationRevision
+		if rev > have {
+			i := 0
+			for i < len(changes) && changes[i].Revision <= have {
+				i++
+			}
+			applyChanges(x, changes[i:])
+			m.freed.note(removedOf(changes[i:]))
+			x.Index.AllocationRevision = rev
+		}
+		if x != m.avail {
+			return
+		}
+		m.dropPendingBefore(x.Index.AllocationRevision)
+		next, ok := m.pending[x.Index.AllocationRevision]
+		if !ok {
+			return
+		}
+		delete(m.pending, x.Index.AllocationRevision)
+		changes, rev = next.changes, next.after
+	}
+}
+
+// dropPendingBefore forgets the pending commits the index has passed. The caller holds
+// m.mu for writing.
+func (m *Manager) dropPendingBefore(rev int64) {
+	for before := range m.pending {
+		if before < rev {
+			delete(m.pending, before)
+		}
+	}
 }
 
 // applyChanges applies logged changes to x in order. Apply removes before it adds, so a
@@ -186,26 +257,24 @@ func (m *Manager) loadView(ctx context.Context, hook maintenanceHook) (*resource
 	return a, err
 }
 
-// commitChange runs write in a write transaction and then applies what it changed to the
-// index, if the index was current when the transaction began; otherwise the next view
-// catches up (or rebuilds). commitMu keeps commits and their index updates in the same
-// order (the store has one writer anyway), so concurrent requests never leave the index
-// behind. The change is read from the store's allocation log in the same transaction when
-// there is one; removed and added (the allocations the caller planned from and wrote) are
-// the fallback, wrong when another writer changed the lease after the caller read it.
+// commitChange runs write in a write transaction, then brings the index up to date with
+// what it changed (advance). Commits of this manager run side by side: the store orders
+// them (SQLite batches them into one transaction, PostgreSQL locks what they touch), and
+// the allocation revision each one moved says where its changes go in the index. The
+// change is read from the store's allocation log in the same transaction when there is
+// one; removed and added (the allocations the caller planned from and wrote) are the
+// fallback, wrong when another writer changed the lease after the caller read it, so they
+// are used only when nothing else was committed in between.
 func (m *Manager) commitChange(ctx context.Context, write func(climate.Tx) error, removed, added func() []climate.Allocation) error {
 	defer func(start time.Time) { m.cfg.Observer.Committed(time.Since(start)) }(time.Now())
-	m.commitMu.Lock()
-	defer m.commitMu.Unlock()
-	return m.commitLocked(ctx, write, removed, added)
+	m.commitGate.RLock()
+	defer m.commitGate.RUnlock()
+	return m.commitGated(ctx, write, removed, added)
 }
 
-// commitLocked is commitChange for a caller that holds commitMu.
-func (m *Manager) commitLocked(ctx context.Context, write func(climate.Tx) error, removed, added func() []climate.Allocation) error {
-	// Only holders of commitMu replace the view or move its revision: both stay put here.
-	m.mu.RLock()
-	a := m.avail
-	m.mu.RUnlock()
+// commitGated is commitChange for a caller that holds commitGate (shared, or exclusive to
+// keep other commits out while it plans).
+func (m *Manager) commitGated(ctx context.Context, write func(climate.Tx) error, removed, added func() []climate.Allocation) error {
 	var before, after int64
 	var changes []climate.AllocationChange
 	logged := false
@@ -220,25 +289,45 @@ func (m *Manager) commitLocked(ctx context.Context, write func(climate.Tx) error
 		if after, err = tx.AllocationRevision(ctx); err != nil {
 			return err
 		}
-		if lg, ok := tx.(climate.AllocationLog); ok && a != nil && a.Index.AllocationRevision == before && after != before {
-			changes, logged, err = lg.AllocationChanges(ctx, before) // one writer: all ours
+		if lg, ok := tx.(climate.AllocationLog); ok && after != before && m.indexAtOrBefore(before) {
+			changes, logged, err = lg.AllocationChanges(ctx, before)
 		}
 		return err
 	})
-	if err != nil || a == nil || a.Index.AllocationRevision != before || after == before {
+	if err != nil || after == before {
 		return err
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if logged {
-		applyChanges(a, changes)
-		m.freed.note(removedOf(changes))
-	} else {
-		a.Apply(removed(), added())
-		m.freed.note(removed())
+	if !logged {
+		m.mu.RLock()
+		inOrder := m.avail != nil && m.avail.Index.AllocationRevision == before
+		m.mu.RUnlock()
+		if !inOrder { // the next request's refresh reads what changed
+			return nil
+		}
+		changes = asChanges(removed(), added(), after)
 	}
-	a.Index.AllocationRevision = after
+	m.advance(before, after, changes)
 	return nil
+}
+
+// indexAtOrBefore reports whether the index could take a commit starting at revision
+// before (it has not passed it already).
+func (m *Manager) indexAtOrBefore(before int64) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.avail != nil && m.avail.Index.AllocationRevision <= before
+}
+
+// asChanges is removed then added as log entries of revision rev.
+func asChanges(removed, added []climate.Allocation, rev int64) []climate.AllocationChange {
+	out := make([]climate.AllocationChange, 0, len(removed)+len(added))
+	for _, a := range removed {
+		out = append(out, climate.AllocationChange{Revision: rev, Removed: true, Allocation: a})
+	}
+	for _, a := range added {
+		out = append(out, climate.AllocationChange{Revision: rev, Allocation: a})
+	}
+	return out
 }
 
 // allocationsOf lists a lease's allocations.

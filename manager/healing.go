@@ -134,7 +134,7 @@ func (m *Manager) heal(ctx context.Context, ch maintenanceChange) ([]climate.Hea
 
 // optimisticHealAttempts is how many healing passes are planned without holding off this
 // manager's other commits. A pass reads the whole view, so lease creations on a busy host
-// can keep invalidating it; the later passes hold commitMu from the snapshot to the write
+// can keep invalidating it; the later passes hold commitGate from the snapshot to the write
 // and can then only lose to another replica.
 const optimisticHealAttempts = 2
 
@@ -143,9 +143,9 @@ const optimisticHealAttempts = 2
 func (m *Manager) healOnce(ctx context.Context, ch maintenanceChange, exclusive bool) (*healPlan, error) {
 	commit := m.commitChange
 	if exclusive {
-		m.commitMu.Lock()
-		defer m.commitMu.Unlock()
-		commit = m.commitLocked
+		m.commitGate.Lock()
+		defer m.commitGate.Unlock()
+		commit = m.commitGated
 	}
 	now := m.now()
 	s, err := m.healSnapshot(ctx, ch, now)

@@ -23,12 +23,16 @@ type Manager struct {
 	clock climate.Clock
 	cfg   Config
 
-	// mu guards avail: planners hold it for reading while they plan, commits hold it for
-	// writing while they apply their change to the index.
-	mu    sync.RWMutex
-	avail *resource.View
-	// commitMu orders this manager's commits with their index updates and with refreshes.
-	commitMu sync.Mutex
+	// mu guards avail and pending: planners hold it for reading while they plan, commits
+	// hold it for writing while they apply their change to the index.
+	mu      sync.RWMutex
+	avail   *resource.View
+	pending map[int64]pendingCommit
+	// refreshMu lets one refresh of the index run at a time.
+	refreshMu sync.Mutex
+	// commitGate is held shared by each commit, and exclusively by a healing pass that
+	// must plan and write with no commit of this manager in between.
+	commitGate sync.RWMutex
 	// rebuilds and catchUps count how the view was refreshed (for tests and benchmarks).
 	rebuilds, catchUps atomic.Int64
 	// retryWake wakes RunRetries (WakeRetries): capacity may have freed.

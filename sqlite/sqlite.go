@@ -34,6 +34,14 @@ type Store struct {
 	r *sql.DB // readers
 	// Prepared statements of each pool.
 	ws, rs *stmtCache
+	// The writer goroutine's queue and lifetime (batch.go).
+	writes     chan *writeRequest
+	closing    chan struct{}
+	writerDone chan struct{}
+	batches    int // committed by the writer (its goroutine's own)
+	// The background checkpointer's connection and signals (checkpoint.go).
+	ckpt                 *sql.DB
+	ckptWanted, ckptDone chan struct{}
 }
 
 var _ climate.Store = (*Store)(nil)
@@ -51,6 +59,14 @@ func dsn(path string, write bool) string {
 		q.Add("_pragma", p)
 	}
 	if write {
+		// The writer keeps the pages its inserts walk (indexes over every allocation)
+		// in a larger cache than a reader's 2 MiB, and leaves checkpoints to checkpoint.go.
+		// Its statement journals (an INSERT with triggers keeps one, to undo the
+		// statement alone) stay in memory rather than in a temporary file written page by
+		// page; the writer runs no large sorts that temp_store would also keep there.
+		q.Add("_pragma", "cache_size(-32768)")
+		q.Add("_pragma", "temp_store(MEMORY)")
+		q.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", autoCheckpointPages))
 		q.Set("_txlock", "immediate")
 	} else {
 		q.Set("_query_only", "1") // defence in depth: View's Tx refuses writes already
@@ -81,6 +97,12 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		s.Close()
 		return nil, err
 	}
+	s.closing = make(chan struct{})
+	if err := s.startCheckpointer(path); err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.startWriter()
 	return s, nil
 }
 
@@ -100,9 +122,15 @@ func createPrivate(path string) error {
 
 // Close closes the database.
 func (s *Store) Close() error {
+	s.stopWriter()
+	var ckptErr error
+	if s.ckpt != nil {
+		<-s.ckptDone
+		ckptErr = s.ckpt.Close()
+	}
 	s.ws.close()
 	s.rs.close()
-	return errors.Join(s.r.Close(), s.w.Close())
+	return errors.Join(ckptErr, s.r.Close(), s.w.Close())
 }
 
 // Migrate applies every embedded migration not yet recorded, each in its own transaction.
@@ -157,33 +185,16 @@ func (s *Store) apply(ctx context.Context, version int, body string) error {
 
 // View runs fn in a read transaction on the reader pool; its Tx refuses writes.
 func (s *Store) View(ctx context.Context, fn func(climate.Tx) error) error {
-	return s.run(ctx, s.r, s.rs, false, fn)
-}
-
-// Update runs fn in a write transaction (BEGIN IMMEDIATE on the single writer). fn must
-// not call Update on the same Store: the writer connection is taken, so it would wait
-// for ever.
-func (s *Store) Update(ctx context.Context, fn func(climate.Tx) error) error {
-	return s.run(ctx, s.w, s.ws, true, fn)
-}
-
-func (s *Store) run(ctx context.Context, db *sql.DB, stmts *stmtCache, write bool, fn func(climate.Tx) error) error {
-	sqlTx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: !write})
+	sqlTx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return internal(err)
 	}
 	err = func() error {
 		defer sqlTx.Rollback()
-		if err := fn(&tx{q: &conn{tx: sqlTx, cache: stmts}, write: write}); err != nil {
-			return err
-		}
-		if !write {
-			return nil
-		}
-		return internal(sqlTx.Commit())
+		return fn(&tx{q: &conn{tx: sqlTx, cache: s.rs}})
 	}()
-	if stmts.pending() { // the connection is back in the pool: prepare what was new
-		stmts.prepareWanted(context.WithoutCancel(ctx))
+	if s.rs.pending() { // the connection is back in the pool: prepare what was new
+		s.rs.prepareWanted(context.WithoutCancel(ctx))
 	}
 	return err
 }

@@ -85,6 +85,15 @@ func (c *stmtCache) close() {
 type conn struct {
 	tx    *sql.Tx
 	cache *stmtCache
+	// detached: the statements ignore their context's cancellation (a batch's, batch.go).
+	detached bool
+}
+
+func (c *conn) context(ctx context.Context) context.Context {
+	if c.detached {
+		return context.WithoutCancel(ctx)
+	}
+	return ctx
 }
 
 func (c *conn) stmt(ctx context.Context, query string) *sql.Stmt {
@@ -96,6 +105,7 @@ func (c *conn) stmt(ctx context.Context, query string) *sql.Stmt {
 }
 
 func (c *conn) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	ctx = c.context(ctx)
 	if s := c.stmt(ctx, query); s != nil {
 		return s.ExecContext(ctx, args...)
 	}
@@ -103,6 +113,7 @@ func (c *conn) ExecContext(ctx context.Context, query string, args ...any) (sql.
 }
 
 func (c *conn) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	ctx = c.context(ctx)
 	if s := c.stmt(ctx, query); s != nil {
 		return s.QueryContext(ctx, args...)
 	}
@@ -110,6 +121,7 @@ func (c *conn) QueryContext(ctx context.Context, query string, args ...any) (*sq
 }
 
 func (c *conn) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	ctx = c.context(ctx)
 	if s := c.stmt(ctx, query); s != nil {
 		return s.QueryRowContext(ctx, args...)
 	}
