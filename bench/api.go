@@ -189,8 +189,7 @@ func runAPI(ctx context.Context, o *APIOptions, stderr io.Writer) (*APIReport, e
 	if err := checkAPIOptions(o); err != nil {
 		return nil, err
 	}
-	sets := len(o.Replicas)
-	b := newAPIBench(o, o.Requests*len(o.Clients)*sets)
+	b := newAPIBench(o, o.Requests*len(o.Clients)*len(o.Replicas))
 	defer b.client.CloseIdleConnections()
 	rep := &APIReport{Server: o.URL, Type: o.Type, Kind: o.Kind}
 	if o.URL != "" {
@@ -216,7 +215,8 @@ func runAPI(ctx context.Context, o *APIOptions, stderr io.Writer) (*APIReport, e
 	if err := loadAPIBook(ctx, o, dir, rep, stderr); err != nil {
 		return nil, err
 	}
-	netns, listenIP, database := "", "127.0.0.1", o.Database
+	l := &serverLauncher{exe: exe, listenIP: "127.0.0.1", args: []string{"--data-dir", dir, "--log-level", "error"}}
+	database := o.Database
 	if o.DatabaseDelay > 0 {
 		link, err := openDelayedLink(ctx, benchLink, o.Database, o.DatabaseDelay)
 		if err != nil {
@@ -227,14 +227,8 @@ func runAPI(ctx context.Context, o *APIOptions, stderr io.Writer) (*APIReport, e
 				fmt.Fprintf(stderr, "removing the network namespace: %v\n", err)
 			}
 		}()
-		netns, listenIP, database = link.names.netns, link.serverIP(), link.database
+		l.netns, l.listenIP, database = link.names.netns, link.serverIP(), link.database
 		rep.DatabaseDelayMS, rep.DatabaseLink = millis(o.DatabaseDelay), link.describe()
-	}
-	args := []string{"--data-dir", dir, "--log-level", "error"}
-	if database != "" {
-		args = append(args, "--database", database)
-	}
-	if netns != "" {
 		// Off loopback a server wants authentication: a token of the admin project, the
 		// noauth caller's.
 		tokens := filepath.Join(dir, "tokens")
@@ -242,46 +236,60 @@ func runAPI(ctx context.Context, o *APIOptions, stderr io.Writer) (*APIReport, e
 		if err := os.WriteFile(tokens, []byte(b.token+" bench admin admin\n"), 0o600); err != nil {
 			return nil, err
 		}
-		args = append(args, "--auth", "tokens", "--tokens-file", tokens)
+		l.args = append(l.args, "--auth", "tokens", "--tokens-file", tokens)
+	}
+	if database != "" {
+		l.args = append(l.args, "--database", database)
 	}
 	rep.Replicas = slices.Max(o.Replicas)
 	for k, n := range o.Replicas {
-		var srvs []*Server
-		stop := func() {
-			for _, s := range srvs {
-				s.Stop()
-			}
-		}
-		b.bases = nil
-		for i := range n {
-			fmt.Fprintf(stderr, "starting server %d/%d\n", i+1, n)
-			started := time.Now()
-			srv, err := startServerIn(ctx, netns, listenIP, exe, args, nil)
-			if err != nil {
-				stop()
-				return nil, err
-			}
-			rep.StartSeconds = max(rep.StartSeconds, round(time.Since(started).Seconds(), 2))
-			srvs = append(srvs, srv)
-			b.bases = append(b.bases, srv.URL)
-		}
-		err := error(nil)
-		if k == 0 {
-			err = b.start(ctx, o, rep, stderr)
-		}
-		if err == nil {
-			err = b.runAll(ctx, o.Clients, n, k*len(o.Clients)*o.Requests, rep, stderr)
-		}
-		if err == nil {
-			readPeakRSS(srvs, n == rep.Replicas && rep.ReplicaPeakRSSMiB == nil, rep, stderr)
-		}
-		stop()
-		if err != nil {
+		if err := b.runSet(ctx, l, k, n, o, rep, stderr); err != nil {
 			return nil, err
 		}
 	}
 	rep.Scaling = apiScalingOf(rep.Runs)
 	return rep, nil
+}
+
+// serverLauncher starts bench api's servers: exe serve with args, in network namespace
+// netns ("" for this one), listening on listenIP.
+type serverLauncher struct {
+	exe, netns, listenIP string
+	args                 []string
+}
+
+// runSet starts n servers, times every client count on them and stops them: set k of
+// the replica counts, the first of which also readies the database and times the
+// first request.
+func (b *apiBench) runSet(ctx context.Context, l *serverLauncher, k, n int, o *APIOptions, rep *APIReport, stderr io.Writer) error {
+	srvs := make([]*Server, 0, n)
+	defer func() {
+		for _, s := range srvs {
+			s.Stop()
+		}
+	}()
+	b.bases = nil
+	for i := range n {
+		fmt.Fprintf(stderr, "starting server %d/%d\n", i+1, n)
+		started := time.Now()
+		srv, err := startServerIn(ctx, l.netns, l.listenIP, l.exe, l.args, nil)
+		if err != nil {
+			return err
+		}
+		rep.StartSeconds = max(rep.StartSeconds, round(time.Since(started).Seconds(), 2))
+		srvs = append(srvs, srv)
+		b.bases = append(b.bases, srv.URL)
+	}
+	if k == 0 {
+		if err := b.start(ctx, o, rep, stderr); err != nil {
+			return err
+		}
+	}
+	if err := b.runAll(ctx, o.Clients, n, k*len(o.Clients)*o.Requests, rep, stderr); err != nil {
+		return err
+	}
+	readPeakRSS(srvs, n == rep.Replicas && rep.ReplicaPeakRSSMiB == nil, rep, stderr)
+	return nil
 }
 
 // loadAPIBook loads the book of o into the SQLite database in dir or PostgreSQL at

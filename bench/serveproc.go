@@ -16,7 +16,8 @@ import (
 	"time"
 )
 
-// Server is a "climate serve" subprocess.
+// Server is a "climate serve" subprocess: Cmd its process, URL where it listens ("" with
+// --role engine).
 type Server struct {
 	Cmd      *exec.Cmd
 	URL      string

@@ -167,7 +167,8 @@ and reach PostgreSQL (on 127.0.0.1 here) through a forwarder in this process lis
 on the pair's address. Each direction of the link gets half the round trip, from tc netem
 on the pair when the kernel has it (then the clients' HTTP crosses the delay too), else
 from the forwarder itself (then only the database traffic is delayed); the report says
-which. The namespace is removed at the end, also on Ctrl-C.`,
+which. Listening off loopback, the servers run with --auth tokens (a random token the
+clients send). The namespace is removed at the end, also on Ctrl-C.`,
 		Example: `  climate bench api
   climate bench api --hosts 1000 --leases 10000 --requests 500 --clients 1,4,16 -o json
   climate bench api --type instance --clients 1,4,16
