@@ -42,6 +42,8 @@ type APIOptions struct {
 	// Open opens the store the book is loaded into: PostgreSQL at Database, else SQLite
 	// in a data directory; it returns the store and a description for messages.
 	Open StoreOpener
+	// link names the network of DatabaseDelay; zero: benchLink (tests use their own).
+	link linkNames
 }
 
 // StoreOpener opens a database as "climate serve --database … --data-dir …" would.
@@ -218,7 +220,11 @@ func runAPI(ctx context.Context, o *APIOptions, stderr io.Writer) (*APIReport, e
 	l := &serverLauncher{exe: exe, listenIP: "127.0.0.1", args: []string{"--data-dir", dir, "--log-level", "error"}}
 	database := o.Database
 	if o.DatabaseDelay > 0 {
-		link, err := openDelayedLink(ctx, benchLink, o.Database, o.DatabaseDelay)
+		names := o.link
+		if names == (linkNames{}) {
+			names = benchLink
+		}
+		link, err := openDelayedLink(ctx, names, o.Database, o.DatabaseDelay)
 		if err != nil {
 			return nil, err
 		}

@@ -2,6 +2,8 @@ package bench
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -94,12 +96,19 @@ func needNetns(t *testing.T) {
 	}
 }
 
-var testLink = linkNames{netns: "climate-bench-test", veth: "cbtest", subnet: "10.213.79"}
+// testLink names a network of this test process's own, apart from a benchmark's and
+// another test run's: namespace climate-bench-tPID-N, veth cbtPIDN, subnet 10.(214+N).X.
+func testLink(n int) linkNames {
+	pid := os.Getpid() % 100000
+	return linkNames{netns: fmt.Sprintf("climate-bench-t%d-%d", pid, n), veth: fmt.Sprintf("cbt%d%d", pid, n),
+		subnet: fmt.Sprintf("10.%d.%d", 214+n, pid%256)}
+}
 
 // netem.sh up twice gives one working link, down twice removes it.
 func TestNetemScriptUpAndDownAreIdempotent(t *testing.T) {
 	needNetns(t)
-	ctx := t.Context()
+	testLink := testLink(0)
+	ctx := context.Background()
 	t.Cleanup(func() { _, _ = runNetem(ctx, testLink, "down") })
 	var outs []string
 	for range 2 {
@@ -162,12 +171,9 @@ func TestBenchAPIWithDatabaseDelay(t *testing.T) {
 	needNetns(t)
 	dsn := postgres.TestDSN(t)
 	bin := climateBinaryForTest(t)
-	link := benchLink
-	if _, err := os.Stat("/run/netns/" + link.netns); err == nil {
-		t.Skipf("namespace %s in use (a benchmark runs)", link.netns)
-	}
+	link := testLink(1)
 	rep := runAPIForTest(t, APIOptions{Hosts: 30, Leases: 100, Requests: 8, Clients: []int{1, 2}, Replicas: []int{1, 2},
-		Database: dsn, DatabaseDelay: time.Millisecond, Exe: bin})
+		Database: dsn, DatabaseDelay: time.Millisecond, Exe: bin, link: link})
 	if len(rep.Runs) != 4 {
 		t.Fatalf("%d runs, want 4: %+v", len(rep.Runs), rep.Runs)
 	}
