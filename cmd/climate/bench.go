@@ -1,21 +1,17 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
-	"io"
-	"math"
 	"os"
-	"slices"
-	"strconv"
-	"strings"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"climate"
-	"climate/workload"
+	"climate/bench"
 )
+
+// The bench commands are flags over the bench package, which runs them.
 
 // newBenchCmd groups the benchmark commands of shared/bench/WORKLOAD.md ("blazar-90d").
 func newBenchCmd() *cobra.Command {
@@ -40,190 +36,249 @@ then requests for 10 hosts over the workload's request windows.
 	return cmd
 }
 
-// benchScale is a workload size: H hosts and R existing leases.
-type benchScale struct{ hosts, leases int }
+func newBenchLoadCmd() *cobra.Command {
+	o := &bench.LoadOptions{Open: openDatabase}
+	cmd := &cobra.Command{
+		Use:   "load",
+		Short: "Write the workload's hosts and leases into a data directory's database",
+		Long: `Generate the blazar-90d book of H hosts and R existing leases and write it into the
+SQLite database of a data directory, the same file "climate serve" uses. The server may be
+running: SQLite's WAL lets this process write alongside it, and the server notices the new
+hosts and allocations through the store's revisions on its next request.
 
-func (s benchScale) String() string { return fmt.Sprintf("%d:%d", s.hosts, s.leases) }
+The book's host and lease ids are fixed by the workload, so it can only be loaded into a
+database without hosts: use a fresh --data-dir (or PostgreSQL schema, with --database) for
+each book.`,
+		Example: `  # A 5,000-host book with 50,000 leases, then serve it
+  climate bench load --hosts 5000 --leases 50000 --data-dir /tmp/climate-5k
+  climate serve --data-dir /tmp/climate-5k
 
-// parseScales reads "H:R[,H:R…]".
-func parseScales(s string) ([]benchScale, error) {
-	var out []benchScale
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		h, r, ok := strings.Cut(part, ":")
-		hn, herr := strconv.Atoi(h)
-		rn, rerr := strconv.Atoi(r)
-		if !ok || herr != nil || rerr != nil || hn <= 0 || rn < 0 {
-			return nil, fmt.Errorf("--scales %q: want HOSTS:LEASES[,HOSTS:LEASES…] with HOSTS > 0, e.g. 1000:10000", s)
-		}
-		out = append(out, benchScale{hn, rn})
+  # The same into a PostgreSQL schema
+  climate bench load --hosts 5000 --leases 50000 --database 'postgres://climate@db/climate?search_path=bench'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return bench.Load(ctx, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
 	}
-	return out, nil
+	f := cmd.Flags()
+	f.IntVar(&o.Hosts, "hosts", 5000, "number of hosts H")
+	f.IntVar(&o.Leases, "leases", 50000, "number of existing leases R")
+	f.StringVar(&o.DataDir, "data-dir", defaultDataDir(), "directory holding the SQLite database (climate.db)")
+	addDatabaseFlag(f, &o.Database)
+	addDataDirHelp(cmd)
+	return cmd
 }
 
-// blazarBaseline is upstream Blazar's median CPU seconds per call on the workload
-// (WORKLOAD.md, "Baseline"), where it was measured.
-type blazarBaseline struct{ plain, filtered, create float64 }
+func newBenchPlanCmd() *cobra.Command {
+	o := &bench.PlanOptions{}
+	cmd := &cobra.Command{
+		Use:   "plan",
+		Short: "Time the planner in process on the workload (no database, no HTTP)",
+		Long: `For each scale H:R, build the blazar-90d book in memory and the planner's availability
+index from it, then time one planning request for 10 hosts (min = max = 10) over each of the
+first N request windows, for both request kinds of WORKLOAD.md:
 
-var blazarBaselines = map[benchScale]blazarBaseline{
-	{100, 1000}:   {plain: 0.35, filtered: 0.11, create: 0.81},
-	{1000, 10000}: {plain: 4.9, filtered: 1.04, create: 8.8},
-	{5000, 50000}: {plain: 26, filtered: 5.3, create: 59},
-}
+  plain     no property filter
+  filtered  hypervisor_properties [">=", "$memory_mb", "131072"] and
+            resource_properties ["==", "$node_type", "compute_icelake"]
 
-// baseline returns Blazar's figure for a scale and kind ("plain", "filtered" or
-// "create"), nil when it was not measured.
-func baseline(s benchScale, kind string) *float64 {
-	b, ok := blazarBaselines[s]
-	if !ok {
-		return nil
+and one earliest-slot search per window (10 hosts for the window's duration, from its start,
+within 90 days, 3 candidate slots). Reported per scale: median and p99 planning time, the mean
+number of free matching hosts per window and the windows that cannot be satisfied (for
+cross-checking with other implementations), the index build time, its heap per host
+allocation and the growth of the process's peak RSS per 1,000,000 allocations (index and
+searches), the first earliest-slot search apart (it builds the filter's free-time summary),
+and upstream Blazar's median where WORKLOAD.md gives one. The book is not
+changed by the requests: every window is planned against the same book.
+
+That is --types host; by default --types also times:
+
+  instance    for each scale H:R, the instance workload (workload/instances.go): H hosts of
+              32–128 vCPUs and 128–512 GB, R virtual:instance leases of 1–8 slots of 8 sizes
+              over 1–3 hosts and a whole-host lease after every tenth, over 21 days (about
+              35% of the vCPU-hours booked); then N requests of 1–8 slots over 1–72 h, planned
+              by plan.PlaceSlots with their own affinities (mixed), none, affinity and
+              anti-affinity: median, p99 and refusals per kind
+  floatingip  for each ADDRESSES:ALLOCATIONS of --floatingips, addresses on 10 networks
+              with existing allocations over 90 days, and N requests of 1–4 addresses (half
+              requiring one) planned by the virtual:floatingip type: median, p99, refusals`,
+		Example: `  climate bench plan
+  climate bench plan --scales 100:1000,1000:10000,5000:50000,20000:200000,100000:1000000
+  climate bench plan --scales 1000:10000 --windows 1000 -o json
+  climate bench plan --types instance,floatingip --scales 5000:50000 --windows 1000
+  climate bench plan --types floatingip --floatingips 10000:50000,100000:500000`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return bench.Plan(o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
 	}
-	v := map[string]float64{"plain": b.plain, "filtered": b.filtered, "create": b.create}[kind]
-	return &v
+	f := cmd.Flags()
+	f.StringVar(&o.Scales, "scales", "100:1000,1000:10000,5000:50000", "comma-separated HOSTS:LEASES scales to run (host and instance cases)")
+	f.IntVar(&o.Windows, "windows", 200, "number of request windows timed per scale and kind")
+	f.StringVarP(&o.Output, "output", "o", "table", "output format: table or json")
+	addFormatAlias(f, "output", "table", "json")
+	f.StringVar(&o.Types, "types", "host,instance,floatingip", "comma-separated cases to time: host (blazar-90d), instance (instance slots), floatingip")
+	f.StringVar(&o.FloatingIPs, "floatingips", "10000:50000", "comma-separated ADDRESSES:ALLOCATIONS for the floatingip case")
+	return cmd
 }
 
-// checkOutput validates -o.
-func checkOutput(o string) error {
-	if o != "table" && o != "json" {
-		return fmt.Errorf("-o %q: want table or json", o)
+func newBenchAPICmd() *cobra.Command {
+	o := &bench.APIOptions{Open: openDatabase}
+	cmd := &cobra.Command{
+		Use:   "api",
+		Short: "Time lease creation through the HTTP API of a server holding the workload",
+		Long: `Load the blazar-90d book into a temporary data directory, start "climate serve" on it as a
+subprocess (this same binary, on a free loopback port), then for each client count C run C
+concurrent clients that post leases until --requests requests are done. Each request asks
+for 10 hosts (min = max = 10) over the workload's next request window, so no two requests
+of the whole benchmark share a window; the book grows as leases are created. Reported per
+client count: median and p99 latency, creations per second, and how many requests got 201
+(created) and 409 (not enough free hosts); then the server's peak RSS.
+
+--type chooses the reservation posted (the figures are the same):
+
+  host        physical:host, 10 hosts, on the blazar-90d book (the default)
+  instance    virtual:instance on the instance workload's book (workload/instances.go:
+              H hosts of 32–128 vCPUs and 128–512 GB, R instance leases of 1–8 slots and a
+              whole-host lease after every tenth, over 21 days); each request is the
+              workload's next instance request: 1–8 slots of one of 8 sizes over 1–72 h,
+              half without affinity, a quarter each with affinity and anti-affinity
+              (--kind filtered adds resource_properties ["==", "$node_type", "compute_icelake"])
+  floatingip  virtual:floatingip, 10 of --addresses addresses registered on network
+              "net-0" beside the blazar-90d book, over the workload's request windows (with
+              --url the server must hold them already)
+
+The server and its data directory are removed at the end, also on Ctrl-C. With --url the
+benchmark posts to an already running server instead and neither loads a book nor reads
+its memory.
+
+With --database postgres://…?search_path=SCHEMA the book is loaded into that PostgreSQL
+schema (which must hold no hosts yet: use a fresh one, and drop it afterwards) and
+--replicas N servers run on it, the clients spread round-robin over them; the peak RSS of
+each replica is reported. --replicas 1,3 runs one server, then three, on the same
+database, and prints how much faster the largest set is than the smallest at the largest
+client count (and the largest client count than the smallest on the smallest set).
+
+--database-delay 1ms simulates a database across a network (bench/netem.sh, run as root):
+the servers run in a network namespace of their own, joined to this one by a veth pair,
+and reach PostgreSQL (on 127.0.0.1 here) through a forwarder in this process listening
+on the pair's address. Each direction of the link gets half the round trip, from tc netem
+on the pair when the kernel has it (then the clients' HTTP crosses the delay too), else
+from the forwarder itself (then only the database traffic is delayed); the report says
+which. Listening off loopback, the servers run with --auth tokens (a random token the
+clients send). The namespace is removed at the end, also on Ctrl-C.`,
+		Example: `  climate bench api
+  climate bench api --hosts 1000 --leases 10000 --requests 500 --clients 1,4,16 -o json
+  climate bench api --type instance --clients 1,4,16
+  climate bench api --type floatingip --addresses 1000 --hosts 1000 --leases 10000
+  climate bench api --url http://127.0.0.1:1234 --requests 100 --clients 1
+  climate bench api --database 'postgres://postgres@127.0.0.1/test?search_path=bench' --replicas 3 --hosts 1000 --leases 10000
+  climate bench api --database 'postgres://postgres@127.0.0.1/test?search_path=bench' --database-delay 1ms --replicas 1,3 --clients 1,16 --hosts 1000 --leases 10000`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return bench.API(ctx, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
 	}
-	return nil
+	f := cmd.Flags()
+	f.IntVar(&o.Hosts, "hosts", 5000, "number of hosts H of the book loaded")
+	f.IntVar(&o.Leases, "leases", 50000, "number of existing leases R of the book loaded")
+	f.IntVar(&o.Requests, "requests", 200, "lease creations posted per client count")
+	f.IntSliceVar(&o.Clients, "clients", []int{1, 4, 16}, "comma-separated numbers of concurrent clients, one run each")
+	f.StringVar(&o.Kind, "kind", "plain", "request kind: plain (no filter) or filtered (the workload's property filters; host and instance)")
+	f.StringVar(&o.Type, "type", "host", "reservation type posted: host (physical:host), instance (virtual:instance) or floatingip (virtual:floatingip)")
+	f.IntVar(&o.Addresses, "addresses", 1000, "floating IPs registered on network net-0 for --type floatingip")
+	f.StringVar(&o.URL, "url", "", "post to this running server (e.g. http://127.0.0.1:1234) instead of starting one")
+	f.StringVar(&o.Token, "token", "", "X-Auth-Token to send (for a server run with --auth tokens)")
+	f.StringVar(&o.Database, "database", "", "load the book into this PostgreSQL URL (postgres://…?search_path=SCHEMA, a schema without hosts) and serve it from there")
+	f.BoolVar(&o.Limits, "limits", false, "give the posting project (admin, the noauth caller's) limits and a budget none of the requests reaches, so each creation pays for the fair-use checks")
+	f.IntSliceVar(&o.Replicas, "replicas", []int{1}, "comma-separated numbers of server subprocesses (more than one needs --database), one set after the other, each timed with every client count; clients are spread round-robin")
+	f.DurationVar(&o.DatabaseDelay, "database-delay", 0, "run the servers in a network namespace whose PostgreSQL connections cross a link with this round trip, e.g. 1ms (needs --database on loopback, root and ip(8))")
+	f.StringVarP(&o.Output, "output", "o", "table", "output format: table or json")
+	addFormatAlias(f, "output", "table", "json")
+	return cmd
 }
 
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
+func newBenchSoakCmd() *cobra.Command {
+	o := &bench.SoakOptions{}
+	cmd := &cobra.Command{
+		Use:   "soak",
+		Short: "Hold thousands of idle and slow connections while a client keeps working",
+		Long: `Start "climate serve --auth tokens" on SQLite as a subprocess (or use --url, on loopback),
+then, while one authenticated client creates, reads and deletes leases in a loop, open
+and hold attack connections from other loopback addresses (127.0.0.2, 127.0.0.3, …):
 
-// percentile returns the nearest-rank p-quantile (0 < p ≤ 1) of sorted durations.
-func percentile(sorted []time.Duration, p float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
+  idle              one request, then an idle keep-alive connection
+  slow-header       headers sent one byte per --trickle, never finished
+  slow-body         an authenticated POST whose body comes one byte per --trickle
+  slow-body-noauth  the same without a token
+
+Whenever the server closes an attack connection, it is opened again after about
+--reconnect, so the pressure lasts for the whole hold. Reported: the working client's
+p50/p99/max latency alone, under attack and after; the attack connections held, opened,
+closed by the server and what it answered; the server's shedding log; the server's RSS and
+open descriptors before, at the peak of and after the attack. Bounded: the whole run takes
+--before + --duration + --after plus a few seconds, and only loopback is contacted.
+
+The attack runs in a process of its own (this binary again), so that its goroutines do
+not slow the working client's down in this process. It needs one descriptor per attack
+connection: it raises its soft open-file limit to the hard one, and counts beyond the
+hard limit are refused.`,
+		Example: `  climate bench soak
+  climate bench soak --idle 2000 --slow-header 0 --slow-body 0 --slow-body-noauth 0 --duration 10s
+  climate bench soak --max-connections 10000 -o json
+  climate bench soak --url http://127.0.0.1:1234 --token "$MEMBER_TOKEN"`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return bench.Soak(ctx, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
 	}
-	i := int(math.Ceil(p*float64(len(sorted)))) - 1
-	return sorted[min(max(i, 0), len(sorted)-1)]
+	f := cmd.Flags()
+	f.IntVar(&o.Idle, "idle", 5000, "idle keep-alive connections")
+	f.IntVar(&o.SlowHeader, "slow-header", 2500, "connections sending their headers one byte at a time")
+	f.IntVar(&o.SlowBody, "slow-body", 1500, "authenticated connections sending their body one byte at a time")
+	f.IntVar(&o.SlowBodyNoAuth, "slow-body-noauth", 1000, "connections without a token sending their body one byte at a time")
+	f.IntVar(&o.Addresses, "addresses", 40, "loopback source addresses of the attack (127.0.0.2 on); 0: the system's choice, as the working client's")
+	f.DurationVar(&o.Before, "before", 5*time.Second, "time the working client runs alone first")
+	f.DurationVar(&o.Duration, "duration", 30*time.Second, "time the attack connections are held")
+	f.DurationVar(&o.After, "after", 5*time.Second, "time the working client runs after the attack")
+	f.DurationVar(&o.Trickle, "trickle", time.Second, "time between two bytes of a slow connection")
+	f.DurationVar(&o.Reconnect, "reconnect", time.Second, "mean time before an attack connection the server closed is opened again")
+	f.DurationVar(&o.Pause, "pause", 5*time.Millisecond, "the working client's pause between two requests")
+	f.IntVar(&o.MaxConnections, "max-connections", -1, "the server's --max-connections (-1: its default)")
+	f.IntVar(&o.MaxPerClient, "max-connections-per-client", -1, "the server's --max-connections-per-client (-1: its default)")
+	f.StringVar(&o.URL, "url", "", "soak this running server (loopback only) instead of starting one")
+	f.StringVar(&o.Token, "token", "", "with --url: the working client's X-Auth-Token (a member's)")
+	f.IntVar(&o.PID, "pid", 0, "with --url: the server's process id, to read its RSS and descriptors")
+	f.StringVarP(&o.Output, "output", "o", "table", "output format: table or json")
+	addFormatAlias(f, "output", "table", "json")
+	return cmd
 }
 
-// medianP99 sorts d and returns its median and 99th percentile.
-func medianP99(d []time.Duration) (median, p99 time.Duration) {
-	slices.Sort(d)
-	return percentile(d, 0.5), percentile(d, 0.99)
-}
-
-func micros(d time.Duration) float64 { return round(float64(d)/float64(time.Microsecond), 2) }
-func millis(d time.Duration) float64 { return round(float64(d)/float64(time.Millisecond), 3) }
-
-func round(v float64, digits int) float64 {
-	p := math.Pow(10, float64(digits))
-	return math.Round(v*p) / p
-}
-
-// bookAllocs flattens a book's host allocations.
-func bookAllocs(b *workload.Book) []climate.Allocation {
-	out := make([]climate.Allocation, 0, b.Allocations())
-	for _, l := range b.Leases {
-		for _, r := range l.Reservations {
-			out = append(out, r.Allocations...)
-		}
+func newBenchSoakAttackCmd() *cobra.Command {
+	o := &bench.SoakAttackOptions{}
+	cmd := &cobra.Command{
+		Use:    "soak-attack",
+		Short:  "The attack of bench soak, in a process of its own",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return bench.SoakAttack(cmd.Context(), o, cmd.InOrStdin(), cmd.OutOrStdout())
+		},
 	}
-	return out
-}
-
-// progressLine shows progress on w (stderr): on a terminal one line rewritten in place; on
-// anything else (a log file, a pipe) a line at most every few seconds.
-type progressLine struct {
-	w       io.Writer
-	started bool
-	tty     bool
-	last    int       // length of the line shown (terminal)
-	printed time.Time // when a line was last written (not a terminal)
-	pending string    // latest text not yet written (not a terminal)
-}
-
-const progressEvery = 5 * time.Second
-
-func (p *progressLine) set(format string, args ...any) {
-	if !p.started {
-		p.started = true
-		if f, ok := p.w.(*os.File); ok {
-			if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-				p.tty = true
-			}
-		}
-	}
-	s := fmt.Sprintf(format, args...)
-	if !p.tty {
-		p.pending = s
-		if time.Since(p.printed) >= progressEvery {
-			p.flush()
-		}
-		return
-	}
-	pad := ""
-	if n := p.last - len(s); n > 0 {
-		pad = strings.Repeat(" ", n)
-	}
-	fmt.Fprint(p.w, "\r"+s+pad)
-	p.last = len(s)
-}
-
-func (p *progressLine) flush() {
-	if p.pending != "" {
-		fmt.Fprintln(p.w, p.pending)
-		p.pending, p.printed = "", time.Now()
-	}
-}
-
-// done ends the progress, leaving its last state visible.
-func (p *progressLine) done() {
-	if !p.tty {
-		p.flush()
-	} else if p.last > 0 {
-		fmt.Fprintln(p.w)
-	}
-	p.last = 0
-}
-
-// clear ends the progress and erases it (on a terminal).
-func (p *progressLine) clear() {
-	if !p.tty {
-		p.flush()
-	} else if p.last > 0 {
-		fmt.Fprint(p.w, "\r"+strings.Repeat(" ", p.last)+"\r")
-	}
-	p.last = 0
-}
-
-// loadProgress reports workload.Load's progress on p.
-func loadProgress(p *progressLine) func(done, total int) {
-	return func(done, total int) {
-		pct := 100
-		if total > 0 {
-			pct = done * 100 / total
-		}
-		p.set("loading leases %d/%d (%d%%)", done, total, pct)
-	}
-}
-
-func formatBlazar(v *float64) string {
-	if v == nil {
-		return "-"
-	}
-	return strconv.FormatFloat(*v, 'f', -1, 64) + " s"
-}
-
-// formatSpeedup says how many times faster than Blazar a median is.
-func formatSpeedup(blazar *float64, median time.Duration) string {
-	if blazar == nil || median <= 0 {
-		return "-"
-	}
-	x := *blazar / median.Seconds()
-	switch {
-	case x >= 100:
-		return fmt.Sprintf("%.0f×", x)
-	case x >= 10:
-		return fmt.Sprintf("%.1f×", x)
-	}
-	return fmt.Sprintf("%.2f×", x)
+	f := cmd.Flags()
+	f.StringVar(&o.Addr, "addr", "", "server address (loopback HOST:PORT)")
+	f.IntVar(&o.Idle, "idle", 0, "idle connections")
+	f.IntVar(&o.SlowHeader, "slow-header", 0, "slow-header connections")
+	f.IntVar(&o.SlowBody, "slow-body", 0, "slow-body connections with a token")
+	f.IntVar(&o.SlowBodyNoAuth, "slow-body-noauth", 0, "slow-body connections without a token")
+	f.IntVar(&o.Addresses, "addresses", 0, "source addresses 127.0.0.2 on (0: the system's choice)")
+	f.DurationVar(&o.Trickle, "trickle", time.Second, "time between two bytes of a slow connection")
+	f.DurationVar(&o.Reconnect, "reconnect", time.Second, "mean time before reopening a connection the server closed")
+	return cmd
 }

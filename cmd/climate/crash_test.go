@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"climate"
+	"climate/bench"
 	"climate/sqlite"
 )
 
@@ -38,12 +39,12 @@ func TestKilledServerRestartedStartsLeasesOnTime(t *testing.T) {
 		maxLate  = 5 * time.Second
 		deadline = 30 * time.Second
 	)
-	logs := []*cappedBuffer{{max: 64 << 20}, {max: 64 << 20}}
+	logs := []*bench.CappedBuffer{{Max: 64 << 20}, {Max: 64 << 20}}
 	args := []string{"--data-dir", dir, "--log-level", "debug", "--before-end", "0"}
 	first := startReplicas(t, bin, 1, []io.Writer{logs[0]}, args...)[0]
 
 	ctx := context.Background()
-	c := &auditClient{http: &http.Client{Timeout: time.Minute}, base: first.url}
+	c := &auditClient{http: &http.Client{Timeout: time.Minute}, base: first.URL}
 	inParallel(t, nLeases, func(i int) error {
 		status, body, err := c.do(ctx, "POST", "/v1/os-hosts", map[string]any{"name": fmt.Sprintf("crash-h%d", i)})
 		if err == nil && status != 201 {
@@ -96,13 +97,13 @@ func TestKilledServerRestartedStartsLeasesOnTime(t *testing.T) {
 			t.Fatalf("%d/%d starts done and the server never held a claim meanwhile", done, nLeases)
 		}
 		if done > 0 && held > 0 {
-			if err := first.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+			if err := first.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 				t.Fatal(err)
 			}
 			if _, held = starts(); held > 0 {
 				break
 			}
-			_ = first.cmd.Process.Signal(syscall.SIGCONT) // it finished them meanwhile: go on
+			_ = first.Cmd.Process.Signal(syscall.SIGCONT) // it finished them meanwhile: go on
 		}
 		time.Sleep(time.Millisecond) // polling the database: the server's progress is not signalled to the test
 	}
@@ -112,11 +113,11 @@ func TestKilledServerRestartedStartsLeasesOnTime(t *testing.T) {
 			orphans = append(orphans, *e)
 		}
 	}
-	if err := first.cmd.Process.Kill(); err != nil {
+	if err := first.Cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	killed := time.Now()
-	first.stop() // reaps it
+	first.Stop() // reaps it
 	second := startReplicas(t, bin, 1, []io.Writer{logs[1]}, args...)[0]
 	restarted := time.Now()
 
@@ -139,7 +140,7 @@ func TestKilledServerRestartedStartsLeasesOnTime(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond) // polling the database, as above
 	}
-	second.stop()
+	second.Stop()
 
 	var events []climate.Event
 	var late, orphanLate, endLate []time.Duration

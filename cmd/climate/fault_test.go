@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"climate"
+	"climate/bench"
 	"climate/postgres"
 )
 
@@ -43,9 +44,9 @@ func TestReplicaKilledWhileFiringEvents(t *testing.T) {
 		maxLate  = 5 * time.Second
 		takeover = 5 * time.Second
 	)
-	logs := []*cappedBuffer{{max: 64 << 20}, {max: 64 << 20}, {max: 64 << 20}}
+	logs := []*bench.CappedBuffer{{Max: 64 << 20}, {Max: 64 << 20}, {Max: 64 << 20}}
 	args := []string{"--database", dsn, "--log-level", "debug", "--before-end", "0"}
-	var replicas []*benchServer
+	var replicas []*bench.Server
 	for i := range logs {
 		replicas = append(replicas, startReplicas(t, bin, 1, []io.Writer{logs[i]}, args...)...)
 	}
@@ -65,7 +66,7 @@ func TestReplicaKilledWhileFiringEvents(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				c := &auditClient{http: hc, base: replicas[w%len(replicas)].url}
+				c := &auditClient{http: hc, base: replicas[w%len(replicas)].URL}
 				for i := w; i < n; i += 8 {
 					if err := fn(c, i); err != nil {
 						errs <- err
@@ -137,7 +138,7 @@ func TestReplicaKilledWhileFiringEvents(t *testing.T) {
 			t.Fatalf("%d/%d starts done and the victim replica never held a claim meanwhile", started, nLeases)
 		}
 		if started >= nLeases/3 && held > 0 {
-			if err := victim.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+			if err := victim.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 				t.Fatal(err)
 			}
 			stopped := time.Now()
@@ -145,14 +146,14 @@ func TestReplicaKilledWhileFiringEvents(t *testing.T) {
 				killed = stopped
 				break
 			}
-			_ = victim.cmd.Process.Signal(syscall.SIGCONT) // it finished them meanwhile: go on
+			_ = victim.Cmd.Process.Signal(syscall.SIGCONT) // it finished them meanwhile: go on
 		}
 		time.Sleep(2 * time.Millisecond) // polling the database: the replicas' progress is not signalled to the test
 	}
-	if err := victim.cmd.Process.Kill(); err != nil {
+	if err := victim.Cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	victim.stop() // reaps it
+	victim.Stop() // reaps it
 	type orphan struct {
 		id           string
 		claimedUntil time.Time
@@ -191,7 +192,7 @@ func TestReplicaKilledWhileFiringEvents(t *testing.T) {
 	}
 	tookOver := time.Since(killed)
 	for _, r := range replicas[1:] {
-		r.stop() // their logs are complete once they have exited
+		r.Stop() // their logs are complete once they have exited
 	}
 
 	// Database state: every event DONE once, every lease TERMINATED, reservations deleted.
@@ -266,7 +267,7 @@ func TestReplicaKilledWhileFiringEvents(t *testing.T) {
 // lease that ended without starting, finished by its start's handler). It returns how
 // many times each event was handled, by which process last, and how many events finished
 // unlogged before killed (by a process killed before it could log them).
-func checkHandledOnce(t *testing.T, logs []*cappedBuffer, events []climate.Event, killed time.Time) (count, by map[string]int, unlogged int) {
+func checkHandledOnce(t *testing.T, logs []*bench.CappedBuffer, events []climate.Event, killed time.Time) (count, by map[string]int, unlogged int) {
 	t.Helper()
 	handled := regexp.MustCompile(`msg="event handled" event_id=(\S+) .* failed=(\w+)`)
 	failedLine := regexp.MustCompile(`(?m)^.*msg="event failed".*$`)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"climate/bench"
 	"climate/http/api"
 	"climate/postgres"
 )
@@ -24,7 +25,7 @@ func TestServeRunsHooksAndManagesPower(t *testing.T) {
 	record := func(what string) string {
 		return `sh -c 'echo "` + what + ` $CLIMATE_HOST_NAME $CLIMATE_LEASE_NAME" >> ` + log + `'`
 	}
-	serverLog := &cappedBuffer{max: 1 << 20}
+	serverLog := &bench.CappedBuffer{Max: 1 << 20}
 	c := newCLI(t, serveOptions{logLevel: "info", logTo: serverLog, actions: actionOptions{
 		hookStart: `sh -c 'echo "start $CLIMATE_HOST_NAME $CLIMATE_LEASE_NAME" >> ` + log + `
 			if [ "$CLIMATE_LEASE_NAME" = bad ]; then echo "no image for $CLIMATE_HOST_NAME" >&2; exit 4; fi'`,

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"climate/bench"
 	climatehttp "climate/http"
 	"climate/keystone"
 )
@@ -325,7 +326,7 @@ func TestKeystoneServe(t *testing.T) {
 	nowNS.Store(time.Now().UnixNano())
 	o := keystoneServe(k)
 	o.keystone.cacheTTL = 2 * time.Second
-	serverLog := &cappedBuffer{max: 4 << 20}
+	serverLog := &bench.CappedBuffer{Max: 4 << 20}
 	o.logLevel, o.logTo = "debug", serverLog // to check that no token is logged
 	o.keystone.now = func() time.Time { return time.Unix(0, nowNS.Load()) }
 	var client *keystone.Client
@@ -487,7 +488,7 @@ func TestKeystoneExpiredAndDown(t *testing.T) {
 	defer short.stop()
 	o := keystoneServe(short)
 	o.keystone.timeout = 2 * time.Second
-	serverLog := &cappedBuffer{max: 1 << 20}
+	serverLog := &bench.CappedBuffer{Max: 1 << 20}
 	o.logLevel, o.logTo = "warn", serverLog
 	s := startServer(t, o)
 	admin := k.token(t, "admin", "adminpass", "admin")

@@ -13,6 +13,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"climate/bench"
 )
 
 // scrape fetches url's /metrics and returns the raw text and its families.
@@ -56,7 +58,7 @@ next:
 // path; /metrics, /healthz and /readyz answer without authentication and stay out of the
 // request log.
 func TestServeCountsRequestsByRoute(t *testing.T) {
-	serverLog := &cappedBuffer{max: 1 << 20}
+	serverLog := &bench.CappedBuffer{Max: 1 << 20}
 	s := startServer(t, serveOptions{logLevel: "info", logTo: serverLog})
 	const id = "4f6c1e2a-0000-4000-8000-00000000abcd"
 	for range 2 {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"climate/bench"
 	"climate/postgres"
 )
 
@@ -23,7 +24,7 @@ import (
 var notificationLine = regexp.MustCompile(`msg=notification .*? id=(\S+) seq=(\d+)`)
 
 // delivered counts the notifications each log names, by notification id.
-func delivered(logs ...*cappedBuffer) []map[string]int {
+func delivered(logs ...*bench.CappedBuffer) []map[string]int {
 	out := make([]map[string]int, len(logs))
 	for i, l := range logs {
 		out[i] = map[string]int{}
@@ -70,11 +71,11 @@ func TestKilledServerDeliversCommittedNotifications(t *testing.T) {
 	}
 	bin := climateBinary(t)
 	dir := t.TempDir()
-	logs := []*cappedBuffer{{max: 64 << 20}, {max: 64 << 20}}
+	logs := []*bench.CappedBuffer{{Max: 64 << 20}, {Max: 64 << 20}}
 	args := []string{"--data-dir", dir, "--before-end", "0", "--webhook-allow-private"}
 	first := startReplicas(t, bin, 1, []io.Writer{logs[0]}, args...)[0]
 	ctx := context.Background()
-	c := &auditClient{http: &http.Client{Timeout: time.Minute}, base: first.url}
+	c := &auditClient{http: &http.Client{Timeout: time.Minute}, base: first.URL}
 	hook := newHookReceiver(t) // a second destination, in the test process: it outlives the kill
 	dest := createWebhook(t, c, hook.url)
 	release := hook.hold()
@@ -112,17 +113,17 @@ func TestKilledServerDeliversCommittedNotifications(t *testing.T) {
 	}()
 	last, position := freezeBehind(t, first, query, dest)
 	_, logPosition := outboxProgress(t, query, "log")
-	if err := first.cmd.Process.Kill(); err != nil {
+	if err := first.Cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	first.stop()
+	first.Stop()
 	<-creating
 	release()
 	second := startReplicas(t, bin, 1, []io.Writer{logs[1]}, args...)[0]
 	final := waitDelivered(t, query, dest, time.Minute)
 	waitDelivered(t, query, "log", time.Minute)
 	hooked := hook.waitFor(t, int(final), time.Minute)
-	second.stop()
+	second.Stop()
 
 	rows, err := db.Query(`SELECT id, seq FROM notifications ORDER BY seq`)
 	if err != nil {
@@ -171,23 +172,23 @@ func TestKilledServerDeliversCommittedNotifications(t *testing.T) {
 // freezeBehind waits until the outbox is ahead of destination, then stops srv (SIGSTOP)
 // with it behind, and returns the outbox's last Seq and the destination's position as srv
 // left them: what it dies with when the caller kills it.
-func freezeBehind(t *testing.T, srv *benchServer, query func(string, ...any) error, destination string) (last, position int64) {
+func freezeBehind(t *testing.T, srv *bench.Server, query func(string, ...any) error, destination string) (last, position int64) {
 	t.Helper()
 	for deadline := time.Now().Add(time.Minute); ; {
 		if last, position = outboxProgress(t, query, destination); last > position+5 {
-			if err := srv.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+			if err := srv.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 				t.Fatal(err)
 			}
 			// kill(2) returns before the stop takes effect: a commit may still land.
 			// Wait for the kernel to report the child stopped.
 			var ws syscall.WaitStatus
-			if _, err := syscall.Wait4(srv.cmd.Process.Pid, &ws, syscall.WUNTRACED, nil); err != nil || !ws.Stopped() {
+			if _, err := syscall.Wait4(srv.Cmd.Process.Pid, &ws, syscall.WUNTRACED, nil); err != nil || !ws.Stopped() {
 				t.Fatalf("waiting for the server to stop: %v (status %v)", err, ws)
 			}
 			if last, position = outboxProgress(t, query, destination); last > position {
 				return last, position
 			}
-			_ = srv.cmd.Process.Signal(syscall.SIGCONT)
+			_ = srv.Cmd.Process.Signal(syscall.SIGCONT)
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("%s never fell behind the outbox (%d, %d)", destination, last, position)
@@ -221,20 +222,20 @@ func TestReplicasDeliverEachNotificationOnce(t *testing.T) {
 	}
 	dsn := postgres.TestDSN(t)
 	bin := climateBinary(t)
-	logs := []*cappedBuffer{{max: 64 << 20}, {max: 64 << 20}}
-	var replicas []*benchServer
+	logs := []*bench.CappedBuffer{{Max: 64 << 20}, {Max: 64 << 20}}
+	var replicas []*bench.Server
 	for i := range 2 {
 		replicas = append(replicas, startReplicas(t, bin, 1, []io.Writer{logs[i]}, "--database", dsn, "--before-end", "0", "--webhook-allow-private")...)
 	}
 	ctx := context.Background()
 	hc := &http.Client{Timeout: time.Minute}
 	hook := newHookReceiver(t)
-	if status, body, err := (&auditClient{http: hc, base: replicas[1].url}).do(ctx, "POST", "/v1/webhooks", map[string]any{"url": hook.url}); err != nil || status != 201 {
+	if status, body, err := (&auditClient{http: hc, base: replicas[1].URL}).do(ctx, "POST", "/v1/webhooks", map[string]any{"url": hook.url}); err != nil || status != 201 {
 		t.Fatalf("create webhook: HTTP %d %v %v", status, body, err)
 	}
 	const nLeases = 200
 	inParallel(t, 20, func(i int) error {
-		c := &auditClient{http: hc, base: replicas[i%2].url}
+		c := &auditClient{http: hc, base: replicas[i%2].URL}
 		status, body, err := c.do(ctx, "POST", "/v1/os-hosts", map[string]any{"name": fmt.Sprintf("r-h%d", i)})
 		if err == nil && status != 201 {
 			err = fmt.Errorf("create host: HTTP %d %v", status, body)
@@ -243,7 +244,7 @@ func TestReplicasDeliverEachNotificationOnce(t *testing.T) {
 	})
 	start := time.Now().UTC().Add(time.Hour)
 	inParallel(t, nLeases, func(i int) error {
-		c := &auditClient{http: hc, base: replicas[i%2].url}
+		c := &auditClient{http: hc, base: replicas[i%2].URL}
 		s := start.Add(time.Duration(i) * time.Hour)
 		status, body, err := c.do(ctx, "POST", "/v1/leases", map[string]any{
 			"name": fmt.Sprintf("r-%d", i), "start_date": s.Format(time.RFC3339), "end_date": s.Add(time.Hour).Format(time.RFC3339),
@@ -272,7 +273,7 @@ func TestReplicasDeliverEachNotificationOnce(t *testing.T) {
 	}
 	hooked := hook.waitFor(t, nLeases, time.Minute)
 	for _, r := range replicas {
-		r.stop()
+		r.Stop()
 	}
 	for id, n := range hooked {
 		if n != 1 {
@@ -309,14 +310,14 @@ func TestReplicaTakesOverDelivery(t *testing.T) {
 	}
 	dsn := postgres.TestDSN(t)
 	bin := climateBinary(t)
-	logs := []*cappedBuffer{{max: 64 << 20}, {max: 64 << 20}}
-	var replicas []*benchServer
+	logs := []*bench.CappedBuffer{{Max: 64 << 20}, {Max: 64 << 20}}
+	var replicas []*bench.Server
 	for i := range logs {
 		replicas = append(replicas, startReplicas(t, bin, 1, []io.Writer{logs[i]}, "--database", dsn, "--before-end", "0", "--webhook-allow-private")...)
 	}
 	ctx := context.Background()
 	hc := &http.Client{Timeout: time.Minute}
-	client := func(i int) *auditClient { return &auditClient{http: hc, base: replicas[i%2].url} }
+	client := func(i int) *auditClient { return &auditClient{http: hc, base: replicas[i%2].URL} }
 	hook := newHookReceiver(t)
 	dest := createWebhook(t, client(0), hook.url)
 	const nLeases = 300
@@ -370,18 +371,18 @@ func TestReplicaTakesOverDelivery(t *testing.T) {
 		})
 	}()
 	last, position := freezeBehind(t, replicas[victim], query, dest)
-	if err := replicas[victim].cmd.Process.Kill(); err != nil {
+	if err := replicas[victim].Cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	killed := time.Now()
-	replicas[victim].stop()
+	replicas[victim].Stop()
 	release()
 	<-creating
 	final := waitDelivered(t, query, dest, time.Minute)
 	caughtUp := time.Since(killed)
 	waitDelivered(t, query, "log", time.Minute)
 	hooked := hook.waitFor(t, int(final), time.Minute)
-	replicas[1-victim].stop()
+	replicas[1-victim].Stop()
 
 	by := delivered(logs...)
 	logTwice, hookTwice, missing := 0, 0, 0

@@ -400,7 +400,7 @@ func TestOpenStackDriverStartTakenOverAfterKill(t *testing.T) {
 	args := []string{"--data-dir", dir, "--driver", "openstack", "--keystone-url", n.ksURL, "--keystone-username", "admin",
 		"--keystone-password", "adminpass", "--keystone-project", "admin", "--openstack-retry-wait", "200ms"}
 	first := startReplicas(t, bin, 1, nil, args...)[0]
-	c := &auditClient{http: &http.Client{Timeout: time.Minute}, base: first.url}
+	c := &auditClient{http: &http.Client{Timeout: time.Minute}, base: first.URL}
 	for _, h := range hosts {
 		if status, body, err := c.do(context.Background(), "POST", "/v1/os-hosts", map[string]any{"name": h}); err != nil || status != 201 {
 			t.Fatalf("registering %s: %d %v %v", h, status, body, err)
@@ -408,7 +408,7 @@ func TestOpenStackDriverStartTakenOverAfterKill(t *testing.T) {
 	}
 	owner := map[string]string{"X-User-Id": "admin", "X-Project-Id": n.project, "X-Roles": "admin"}
 	start := time.Now().UTC().Add(3 * time.Second).Truncate(time.Second)
-	r := ksCall(t, "POST", first.url+"/v1/leases", fmt.Sprintf(`{"name": "killed", "start_date": %q, "end_date": %q,
+	r := ksCall(t, "POST", first.URL+"/v1/leases", fmt.Sprintf(`{"name": "killed", "start_date": %q, "end_date": %q,
 		"reservations": [{"resource_type": "physical:host", "min": %d, "max": %d, "hypervisor_properties": "", "resource_properties": ""}]}`,
 		start.Format("2006-01-02 15:04:05"), start.Add(time.Hour).Format("2006-01-02 15:04:05"), len(hosts), len(hosts)), owner)
 	if r.status != 201 {
@@ -427,16 +427,16 @@ func TestOpenStackDriverStartTakenOverAfterKill(t *testing.T) {
 		}
 		seen = n.aggregate(t, rid)
 	}
-	if err := first.cmd.Process.Kill(); err != nil {
+	if err := first.Cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	first.stop()
+	first.Stop()
 	killedWith := n.aggregate(t, rid).Hosts
 	t.Logf("killed with the aggregate holding %v (of %v), the freepool %v", killedWith, hosts, n.aggregate(t, openstack.DefaultFreepool).Hosts)
 
 	second := startReplicas(t, bin, 1, nil, args...)[0]
 	n.waitFor(t, "the start completed by the new process", 30*time.Second, func() (bool, error) {
-		r := ksCall(t, "GET", second.url+"/v1/leases/"+leaseID, "", owner)
+		r := ksCall(t, "GET", second.URL+"/v1/leases/"+leaseID, "", owner)
 		return r.body["lease"].(map[string]any)["status"] == "ACTIVE", nil
 	})
 	var named []aggregates.Aggregate
@@ -455,11 +455,11 @@ func TestOpenStackDriverStartTakenOverAfterKill(t *testing.T) {
 	}
 
 	end := time.Now().UTC().Add(2 * time.Second).Truncate(time.Second)
-	if r := ksCall(t, "PUT", second.url+"/v1/leases/"+leaseID, fmt.Sprintf(`{"end_date": %q}`, end.Format("2006-01-02 15:04:05")), owner); r.status != 200 {
+	if r := ksCall(t, "PUT", second.URL+"/v1/leases/"+leaseID, fmt.Sprintf(`{"end_date": %q}`, end.Format("2006-01-02 15:04:05")), owner); r.status != 200 {
 		t.Fatalf("moving the end: %s", r)
 	}
 	n.waitFor(t, "the lease TERMINATED", time.Minute, func() (bool, error) {
-		r := ksCall(t, "GET", second.url+"/v1/leases/"+leaseID, "", owner)
+		r := ksCall(t, "GET", second.URL+"/v1/leases/"+leaseID, "", owner)
 		return r.body["lease"].(map[string]any)["status"] == "TERMINATED", nil
 	})
 	all := n.aggregates(t)

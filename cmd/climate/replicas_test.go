@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"climate/bench"
 	"climate/postgres"
 )
 
@@ -18,19 +19,19 @@ var auditDuration = flag.Duration("audit-duration", 15*time.Second, "how long th
 
 // startReplicas starts n `climate serve` subprocesses of bin with args; replica i's stderr
 // also goes to logs[i] when logs is not nil. They are stopped when the test ends.
-func startReplicas(t *testing.T, bin string, n int, logs []io.Writer, args ...string) []*benchServer {
+func startReplicas(t *testing.T, bin string, n int, logs []io.Writer, args ...string) []*bench.Server {
 	t.Helper()
-	var out []*benchServer
+	var out []*bench.Server
 	for i := range n {
 		var w io.Writer
 		if logs != nil {
 			w = logs[i]
 		}
-		s, err := startServeProcess(context.Background(), bin, args, w)
+		s, err := bench.StartServer(context.Background(), bin, args, w)
 		if err != nil {
 			t.Fatalf("replica %d: %v", i, err)
 		}
-		t.Cleanup(s.stop)
+		t.Cleanup(s.Stop)
 		out = append(out, s)
 	}
 	return out
@@ -89,7 +90,7 @@ func TestReplicasConcurrencyAudit(t *testing.T) {
 	const nReplicas = 3
 	var urls []string
 	for _, r := range startReplicas(t, bin, nReplicas, nil, "--database", dsn, "--log-level", "error") {
-		urls = append(urls, r.url)
+		urls = append(urls, r.URL)
 	}
 	runConcurrencyAudit(t, auditTarget{label: fmt.Sprintf("%d replicas on PostgreSQL", nReplicas), urls: urls, clients: 32,
 		driver: "pgx", dsn: dsn})

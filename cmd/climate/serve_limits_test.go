@@ -16,6 +16,8 @@ import (
 	"time"
 
 	climatehttp "climate/http"
+
+	"climate/bench"
 )
 
 // Issue 9, defect 2 (connection exhaustion): idle keep-alive connections, slow headers and
@@ -32,13 +34,13 @@ const limitTokens = `tok-member  mia  physics  member
 
 // startLimitedServer runs climate serve with --auth tokens and limits; its log goes to the
 // returned buffer.
-func startLimitedServer(t *testing.T, limits climatehttp.Limits) (addr string, log *cappedBuffer) {
+func startLimitedServer(t *testing.T, limits climatehttp.Limits) (addr string, log *bench.CappedBuffer) {
 	t.Helper()
 	tokens := filepath.Join(t.TempDir(), "tokens")
 	if err := os.WriteFile(tokens, []byte(limitTokens), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	log = &cappedBuffer{max: 1 << 20}
+	log = &bench.CappedBuffer{Max: 1 << 20}
 	s := startServer(t, serveOptions{auth: "tokens", tokensFile: tokens, limits: limits, logTo: log, logLevel: "warn"})
 	return strings.TrimPrefix(s.url, "http://"), log
 }

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bufio"
@@ -19,8 +19,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/spf13/cobra"
 )
 
 // The attack of bench soak runs in a process of its own: "climate bench soak-attack"
@@ -38,41 +36,20 @@ type soakAttackStats struct {
 	Final          bool             `json:"final,omitempty"`
 }
 
-type soakAttackOptions struct {
-	addr                                       string
-	idle, slowHeader, slowBody, slowBodyNoAuth int
-	addresses                                  int
-	trickle, reconnect                         time.Duration
+// SoakAttackOptions are the hidden "bench soak-attack" command's settings.
+type SoakAttackOptions struct {
+	Addr                                       string
+	Idle, SlowHeader, SlowBody, SlowBodyNoAuth int
+	Addresses                                  int
+	Trickle, Reconnect                         time.Duration
 }
 
-func newBenchSoakAttackCmd() *cobra.Command {
-	o := &soakAttackOptions{}
-	cmd := &cobra.Command{
-		Use:    "soak-attack",
-		Short:  "The attack of bench soak, in a process of its own",
-		Hidden: true,
-		Args:   cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runSoakAttack(cmd.Context(), o, cmd.InOrStdin(), cmd.OutOrStdout())
-		},
-	}
-	f := cmd.Flags()
-	f.StringVar(&o.addr, "addr", "", "server address (loopback HOST:PORT)")
-	f.IntVar(&o.idle, "idle", 0, "idle connections")
-	f.IntVar(&o.slowHeader, "slow-header", 0, "slow-header connections")
-	f.IntVar(&o.slowBody, "slow-body", 0, "slow-body connections with a token")
-	f.IntVar(&o.slowBodyNoAuth, "slow-body-noauth", 0, "slow-body connections without a token")
-	f.IntVar(&o.addresses, "addresses", 0, "source addresses 127.0.0.2 on (0: the system's choice)")
-	f.DurationVar(&o.trickle, "trickle", time.Second, "time between two bytes of a slow connection")
-	f.DurationVar(&o.reconnect, "reconnect", time.Second, "mean time before reopening a connection the server closed")
-	return cmd
-}
-
-func runSoakAttack(ctx context.Context, o *soakAttackOptions, stdin io.Reader, stdout io.Writer) error {
-	if err := checkLoopbackURL("http://" + o.addr); err != nil {
+// SoakAttack runs the hidden "bench soak-attack" command: the attack of bench soak.
+func SoakAttack(ctx context.Context, o *SoakAttackOptions, stdin io.Reader, stdout io.Writer) error {
+	if err := checkLoopbackURL("http://" + o.Addr); err != nil {
 		return err
 	}
-	if o.trickle <= 0 || o.reconnect <= 0 || o.addresses < 0 || o.addresses > 250 {
+	if o.Trickle <= 0 || o.Reconnect <= 0 || o.Addresses < 0 || o.Addresses > 250 {
 		return errors.New("bad --trickle, --reconnect or --addresses")
 	}
 	in := bufio.NewReader(stdin)
@@ -80,13 +57,13 @@ func runSoakAttack(ctx context.Context, o *soakAttackOptions, stdin io.Reader, s
 	if err != nil {
 		return errors.New("want the token on the first line of stdin")
 	}
-	total := o.idle + o.slowHeader + o.slowBody + o.slowBodyNoAuth
+	total := o.Idle + o.SlowHeader + o.SlowBody + o.SlowBodyNoAuth
 	if soft, hard, err := raiseOpenFileLimit(); err == nil && soft < uint64(total)+64 {
 		return fmt.Errorf("the open-file limit is %d (hard %d), not enough for %d connections", soft, hard, total)
 	}
-	a := &soakAttacker{addr: o.addr, token: strings.TrimSpace(token), trickle: o.trickle, reconnect: o.reconnect,
+	a := &soakAttacker{addr: o.Addr, token: strings.TrimSpace(token), trickle: o.Trickle, reconnect: o.Reconnect,
 		dialSem: make(chan struct{}, 128), answers: map[string]int64{}}
-	for i := range o.addresses {
+	for i := range o.Addresses {
 		a.sources = append(a.sources, net.IPv4(127, 0, 0, byte(2+i)))
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -96,7 +73,7 @@ func runSoakAttack(ctx context.Context, o *soakAttackOptions, stdin io.Reader, s
 
 	// The kinds start in a random order, so that each gets its share of the first places.
 	var kinds []soakKind
-	for kind, n := range map[soakKind]int{soakIdle: o.idle, soakSlowHeader: o.slowHeader, soakSlowBody: o.slowBody, soakSlowBodyNoAuth: o.slowBodyNoAuth} {
+	for kind, n := range map[soakKind]int{soakIdle: o.Idle, soakSlowHeader: o.SlowHeader, soakSlowBody: o.SlowBody, soakSlowBodyNoAuth: o.SlowBodyNoAuth} {
 		for range n {
 			kinds = append(kinds, kind)
 		}
@@ -139,7 +116,7 @@ func (a *soakAttacker) stats() soakAttackStats {
 type soakAttackProc struct {
 	cmd      *exec.Cmd
 	stdin    io.WriteCloser
-	stderr   *cappedBuffer
+	stderr   *CappedBuffer
 	done     chan struct{} // closed when its output ends
 	mu       sync.Mutex
 	last     soakAttackStats
@@ -148,14 +125,14 @@ type soakAttackProc struct {
 }
 
 // startSoakAttack starts the attack process against host with o's counts.
-func startSoakAttack(exe string, o *soakOptions, host string, addresses int, token string) (*soakAttackProc, error) {
+func startSoakAttack(exe string, o *SoakOptions, host string, addresses int, token string) (*soakAttackProc, error) {
 	cmd := exec.Command(exe, "bench", "soak-attack", "--addr", host,
-		"--idle", strconv.Itoa(o.idle), "--slow-header", strconv.Itoa(o.slowHeader),
-		"--slow-body", strconv.Itoa(o.slowBody), "--slow-body-noauth", strconv.Itoa(o.slowBodyNoAuth),
-		"--addresses", strconv.Itoa(addresses), "--trickle", o.trickle.String(), "--reconnect", o.reconnect.String())
+		"--idle", strconv.Itoa(o.Idle), "--slow-header", strconv.Itoa(o.SlowHeader),
+		"--slow-body", strconv.Itoa(o.SlowBody), "--slow-body-noauth", strconv.Itoa(o.SlowBodyNoAuth),
+		"--addresses", strconv.Itoa(addresses), "--trickle", o.Trickle.String(), "--reconnect", o.Reconnect.String())
 	cmd.Env = envWithoutClimate(os.Environ())
 	setDeathSignal(cmd)
-	a := &soakAttackProc{cmd: cmd, stderr: &cappedBuffer{max: 4 << 10}, done: make(chan struct{})}
+	a := &soakAttackProc{cmd: cmd, stderr: &CappedBuffer{Max: 4 << 10}, done: make(chan struct{})}
 	cmd.Stderr = a.stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

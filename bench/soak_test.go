@@ -1,11 +1,10 @@
-package main
+package bench
 
 import (
 	"bytes"
 	"context"
-	"encoding/json"
+	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,27 +15,20 @@ import (
 // server's shedding, memory and descriptors, and nothing left behind. It checks what
 // happened, not how fast.
 func TestBenchSoakSubprocesses(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the climate binary")
-	}
 	if _, err := os.Stat("/proc/self/status"); err != nil {
 		t.Skip("needs /proc for the server's memory and descriptors")
 	}
-	bin := climateBinary(t)
+	bin := climateBinaryForTest(t)
 	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "bench", "soak", "--idle", "60", "--slow-header", "30", "--slow-body", "30", "--slow-body-noauth", "30",
-		"--addresses", "3", "--max-connections", "50", "--before", "500ms", "--duration", "3s", "--after", "500ms", "-o", "json")
-	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("%v\n%s", err, stderr.String())
-	}
-	var rep soakReport
-	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
-		t.Fatalf("%v\n%s", err, stdout.String())
+	o := &SoakOptions{Idle: 60, SlowHeader: 30, SlowBody: 30, SlowBodyNoAuth: 30, Addresses: 3, MaxConnections: 50, MaxPerClient: -1,
+		Before: 500 * time.Millisecond, Duration: 3 * time.Second, After: 500 * time.Millisecond, Trickle: time.Second, Reconnect: time.Second,
+		Pause: 5 * time.Millisecond, Exe: bin}
+	rep, err := runSoak(ctx, o, io.Discard)
+	if err != nil {
+		t.Fatal(err)
 	}
 	if len(rep.Phases) != 3 {
 		t.Fatalf("phases %+v", rep.Phases)
@@ -70,27 +62,5 @@ func TestBenchSoakSubprocesses(t *testing.T) {
 		if b, err := os.ReadFile(p); err == nil && (bytes.Contains(b, []byte(tmp)) || bytes.Contains(b, []byte(bin))) {
 			t.Errorf("still running: %s: %q", p, strings.ReplaceAll(string(b), "\x00", " "))
 		}
-	}
-}
-
-func TestBenchSoakRefusesBadFlags(t *testing.T) {
-	for _, args := range [][]string{
-		{"--idle", "-1"},
-		{"--addresses", "251"},
-		{"--duration", "0s"},
-		{"--trickle", "0s"},
-		{"--url", "http://192.0.2.1:1234"},
-		{"--url", "http://127.0.0.1:1234", "--max-connections", "10"},
-		{"--token", "x"},
-		{"-o", "yaml"},
-	} {
-		_, _, err := runClimate(t, append([]string{"bench", "soak"}, args...)...)
-		if err == nil || strings.Contains(err.Error(), "\n") {
-			t.Errorf("%v: %v, want a one-line error", args, err)
-		}
-	}
-	_, _, err := runClimate(t, "bench", "soak", "--url", "http://10.0.0.1:1234")
-	if err == nil || !strings.Contains(err.Error(), "loopback") {
-		t.Errorf("a remote --url: %v, want refused as not loopback", err)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bytes"
@@ -14,31 +14,30 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"text/tabwriter"
 	"time"
-
-	"github.com/spf13/cobra"
 )
 
-// soakOptions are bench soak's settings.
-type soakOptions struct {
-	url, token string
-	pid        int
+// SoakOptions are bench soak's settings.
+type SoakOptions struct {
+	URL, Token string
+	PID        int
 	// Attack connections by kind.
-	idle, slowHeader, slowBody, slowBodyNoAuth int
-	addresses                                  int
-	before, duration, after                    time.Duration
-	trickle, reconnect, pause                  time.Duration
+	Idle, SlowHeader, SlowBody, SlowBodyNoAuth int
+	Addresses                                  int
+	Before, Duration, After                    time.Duration
+	Trickle, Reconnect, Pause                  time.Duration
 	// Server bounds passed to the subprocess; -1 keeps its defaults.
-	maxConnections, maxPerClient int
-	output                       string
+	MaxConnections, MaxPerClient int
+	Output                       string
+	// Exe is the climate binary run as "serve" and "bench soak-attack"; empty: this
+	// process's executable.
+	Exe string
 }
 
 // soakReport is bench soak's result (its JSON output).
@@ -121,102 +120,49 @@ type soakSeries struct {
 // soakGoalP99 is the working client's p99 goal under attack.
 const soakGoalP99 = 100 * time.Millisecond
 
-func newBenchSoakCmd() *cobra.Command {
-	o := &soakOptions{}
-	cmd := &cobra.Command{
-		Use:   "soak",
-		Short: "Hold thousands of idle and slow connections while a client keeps working",
-		Long: `Start "climate serve --auth tokens" on SQLite as a subprocess (or use --url, on loopback),
-then, while one authenticated client creates, reads and deletes leases in a loop, open
-and hold attack connections from other loopback addresses (127.0.0.2, 127.0.0.3, …):
-
-  idle              one request, then an idle keep-alive connection
-  slow-header       headers sent one byte per --trickle, never finished
-  slow-body         an authenticated POST whose body comes one byte per --trickle
-  slow-body-noauth  the same without a token
-
-Whenever the server closes an attack connection, it is opened again after about
---reconnect, so the pressure lasts for the whole hold. Reported: the working client's
-p50/p99/max latency alone, under attack and after; the attack connections held, opened,
-closed by the server and what it answered; the server's shedding log; the server's RSS and
-open descriptors before, at the peak of and after the attack. Bounded: the whole run takes
---before + --duration + --after plus a few seconds, and only loopback is contacted.
-
-The attack runs in a process of its own (this binary again), so that its goroutines do
-not slow the working client's down in this process. It needs one descriptor per attack
-connection: it raises its soft open-file limit to the hard one, and counts beyond the
-hard limit are refused.`,
-		Example: `  climate bench soak
-  climate bench soak --idle 2000 --slow-header 0 --slow-body 0 --slow-body-noauth 0 --duration 10s
-  climate bench soak --max-connections 10000 -o json
-  climate bench soak --url http://127.0.0.1:1234 --token "$MEMBER_TOKEN"`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(o.output); err != nil {
-				return err
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			rep, err := runSoak(ctx, o, cmd.ErrOrStderr())
-			if err != nil {
-				if ctx.Err() != nil {
-					return errors.New("interrupted")
-				}
-				return err
-			}
-			if o.output == "json" {
-				return writeJSON(cmd.OutOrStdout(), rep)
-			}
-			return writeSoakTable(cmd.OutOrStdout(), rep)
-		},
+// Soak runs bench soak and writes its report to stdout as o.Output says (table or json).
+func Soak(ctx context.Context, o *SoakOptions, stdout, stderr io.Writer) error {
+	if err := checkOutput(o.Output); err != nil {
+		return err
 	}
-	f := cmd.Flags()
-	f.IntVar(&o.idle, "idle", 5000, "idle keep-alive connections")
-	f.IntVar(&o.slowHeader, "slow-header", 2500, "connections sending their headers one byte at a time")
-	f.IntVar(&o.slowBody, "slow-body", 1500, "authenticated connections sending their body one byte at a time")
-	f.IntVar(&o.slowBodyNoAuth, "slow-body-noauth", 1000, "connections without a token sending their body one byte at a time")
-	f.IntVar(&o.addresses, "addresses", 40, "loopback source addresses of the attack (127.0.0.2 on); 0: the system's choice, as the working client's")
-	f.DurationVar(&o.before, "before", 5*time.Second, "time the working client runs alone first")
-	f.DurationVar(&o.duration, "duration", 30*time.Second, "time the attack connections are held")
-	f.DurationVar(&o.after, "after", 5*time.Second, "time the working client runs after the attack")
-	f.DurationVar(&o.trickle, "trickle", time.Second, "time between two bytes of a slow connection")
-	f.DurationVar(&o.reconnect, "reconnect", time.Second, "mean time before an attack connection the server closed is opened again")
-	f.DurationVar(&o.pause, "pause", 5*time.Millisecond, "the working client's pause between two requests")
-	f.IntVar(&o.maxConnections, "max-connections", -1, "the server's --max-connections (-1: its default)")
-	f.IntVar(&o.maxPerClient, "max-connections-per-client", -1, "the server's --max-connections-per-client (-1: its default)")
-	f.StringVar(&o.url, "url", "", "soak this running server (loopback only) instead of starting one")
-	f.StringVar(&o.token, "token", "", "with --url: the working client's X-Auth-Token (a member's)")
-	f.IntVar(&o.pid, "pid", 0, "with --url: the server's process id, to read its RSS and descriptors")
-	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
-	addFormatAlias(f, "output", "table", "json")
-	return cmd
+	rep, err := runSoak(ctx, o, stderr)
+	if err != nil {
+		if ctx.Err() != nil {
+			return errors.New("interrupted")
+		}
+		return err
+	}
+	if o.Output == "json" {
+		return writeJSON(stdout, rep)
+	}
+	return writeSoakTable(stdout, rep)
 }
 
-func runSoak(ctx context.Context, o *soakOptions, stderr io.Writer) (*soakReport, error) {
-	total := o.idle + o.slowHeader + o.slowBody + o.slowBodyNoAuth
+func runSoak(ctx context.Context, o *SoakOptions, stderr io.Writer) (*soakReport, error) {
+	total := o.Idle + o.SlowHeader + o.SlowBody + o.SlowBodyNoAuth
 	switch {
-	case o.idle < 0 || o.slowHeader < 0 || o.slowBody < 0 || o.slowBodyNoAuth < 0:
+	case o.Idle < 0 || o.SlowHeader < 0 || o.SlowBody < 0 || o.SlowBodyNoAuth < 0:
 		return nil, errors.New("--idle, --slow-header, --slow-body, --slow-body-noauth: want 0 or more")
-	case o.addresses < 0 || o.addresses > 250:
-		return nil, fmt.Errorf("--addresses %d: want 0 to 250", o.addresses)
-	case o.before < 0 || o.after < 0 || o.duration <= 0:
+	case o.Addresses < 0 || o.Addresses > 250:
+		return nil, fmt.Errorf("--addresses %d: want 0 to 250", o.Addresses)
+	case o.Before < 0 || o.After < 0 || o.Duration <= 0:
 		return nil, errors.New("--duration must be positive, --before and --after not negative")
-	case o.trickle <= 0 || o.reconnect <= 0 || o.pause < 0:
+	case o.Trickle <= 0 || o.Reconnect <= 0 || o.Pause < 0:
 		return nil, errors.New("--trickle and --reconnect must be positive, --pause not negative")
-	case o.url != "" && (o.maxConnections >= 0 || o.maxPerClient >= 0):
+	case o.URL != "" && (o.MaxConnections >= 0 || o.MaxPerClient >= 0):
 		return nil, errors.New("--max-connections and --max-connections-per-client configure the server the soak starts, not --url")
-	case o.url == "" && (o.token != "" || o.pid != 0):
+	case o.URL == "" && (o.Token != "" || o.PID != 0):
 		return nil, errors.New("--token and --pid go with --url")
 	}
-	rep := &soakReport{Server: o.url, GoalP99MS: millis(soakGoalP99), Attack: soakAttack{
-		Idle: o.idle, SlowHeader: o.slowHeader, SlowBody: o.slowBody, SlowBodyNoAuth: o.slowBodyNoAuth,
-		Addresses: o.addresses, HoldSeconds: o.duration.Seconds(),
+	rep := &soakReport{Server: o.URL, GoalP99MS: millis(soakGoalP99), Attack: soakAttack{
+		Idle: o.Idle, SlowHeader: o.SlowHeader, SlowBody: o.SlowBody, SlowBodyNoAuth: o.SlowBodyNoAuth,
+		Addresses: o.Addresses, HoldSeconds: o.Duration.Seconds(),
 	}}
-	if o.maxConnections >= 0 {
-		rep.MaxConnections = &o.maxConnections
+	if o.MaxConnections >= 0 {
+		rep.MaxConnections = &o.MaxConnections
 	}
-	if o.maxPerClient >= 0 {
-		rep.MaxConnectionsPerClient = &o.maxPerClient
+	if o.MaxPerClient >= 0 {
+		rep.MaxConnectionsPerClient = &o.MaxPerClient
 	}
 
 	// Descriptors: the attack process needs one per connection, plus spare; it raises its
@@ -230,32 +176,32 @@ func runSoak(ctx context.Context, o *soakOptions, stderr io.Writer) (*soakReport
 			return nil, fmt.Errorf("the open-file limit is %d (ulimit -Hn), not enough for %d attack connections: lower the counts or raise the limit", hard, total)
 		}
 	}
-	exe, err := os.Executable()
+	exe, err := climateBinary(o.Exe)
 	if err != nil {
-		return nil, fmt.Errorf("find this binary to run the server and the attack: %w", err)
+		return nil, err
 	}
 
-	base, token, pid := strings.TrimRight(o.url, "/"), o.token, o.pid
+	base, token, pid := strings.TrimRight(o.URL, "/"), o.Token, o.PID
 	var shed *shedLog
 	var srv *soakServer
-	if o.url == "" {
+	if o.URL == "" {
 		s, tok, sl, err := startSoakServer(ctx, exe, o, stderr)
 		if err != nil {
 			return nil, err
 		}
 		defer s.cleanup()
-		srv, base, token, pid, shed = s, s.url, tok, s.cmd.Process.Pid, sl
+		srv, base, token, pid, shed = s, s.URL, tok, s.Cmd.Process.Pid, sl
 		rep.Server = "subprocess"
-	} else if err := checkLoopbackURL(o.url); err != nil {
+	} else if err := checkLoopbackURL(o.URL); err != nil {
 		return nil, err
 	}
 	host := strings.TrimPrefix(base, "http://")
 
-	sources, err := soakSources(o.addresses, host)
+	sources, err := soakSources(o.Addresses, host)
 	if err != nil {
 		return nil, err
 	}
-	if o.addresses > 0 && sources == nil {
+	if o.Addresses > 0 && sources == nil {
 		fmt.Fprintln(stderr, "loopback addresses other than 127.0.0.1 are not usable here: the attack comes from the working client's address")
 		rep.Attack.Addresses = 0
 	}
@@ -267,7 +213,7 @@ func runSoak(ctx context.Context, o *soakOptions, stderr io.Writer) (*soakReport
 	workCtx, stopWork := context.WithCancel(ctx)
 	defer stopWork()
 	workDone := make(chan struct{})
-	go func() { defer close(workDone); w.run(workCtx, o.pause) }()
+	go func() { defer close(workDone); w.run(workCtx, o.Pause) }()
 
 	var rss, fds *soakSeries
 	if pid != 0 {
@@ -291,7 +237,7 @@ func runSoak(ctx context.Context, o *soakOptions, stderr io.Writer) (*soakReport
 		}
 		return nil
 	}
-	if err := phase("alone", o.before); err != nil {
+	if err := phase("alone", o.Before); err != nil {
 		return nil, err
 	}
 
@@ -300,11 +246,11 @@ func runSoak(ctx context.Context, o *soakOptions, stderr io.Writer) (*soakReport
 		return nil, err
 	}
 	defer att.kill()
-	fmt.Fprintf(stderr, "under attack: %s, %d connections\n", o.duration, total)
+	fmt.Fprintf(stderr, "under attack: %s, %d connections\n", o.Duration, total)
 	w.startPhase("under attack")
 	var held []int
 	tick := time.NewTicker(500 * time.Millisecond)
-	end := time.NewTimer(o.duration)
+	end := time.NewTimer(o.Duration)
 	p := &progressLine{w: stderr}
 sampling:
 	for {
@@ -342,7 +288,7 @@ sampling:
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := phase("after", o.after); err != nil {
+	if err := phase("after", o.After); err != nil {
 		return nil, err
 	}
 	stopWork()
@@ -380,7 +326,7 @@ sampling:
 		}
 	}
 	if srv != nil {
-		srv.stop() // the server writes its last shedding line as it stops
+		srv.Stop() // the server writes its last shedding line as it stops
 	}
 	if shed != nil {
 		s := shed.totals()
@@ -433,18 +379,18 @@ func soakSources(n int, hostport string) ([]net.IP, error) {
 
 // soakServer is the server subprocess and its files.
 type soakServer struct {
-	*benchServer
+	*Server
 	dir string
 }
 
 func (s *soakServer) cleanup() {
-	s.stop()
+	s.Stop()
 	os.RemoveAll(s.dir)
 }
 
 // startSoakServer starts "climate serve --auth tokens" with fresh random tokens (never
 // shown), registers one host, and returns the member's token.
-func startSoakServer(ctx context.Context, exe string, o *soakOptions, stderr io.Writer) (*soakServer, string, *shedLog, error) {
+func startSoakServer(ctx context.Context, exe string, o *SoakOptions, stderr io.Writer) (*soakServer, string, *shedLog, error) {
 	dir, err := os.MkdirTemp("", "climate-soak-")
 	if err != nil {
 		return nil, "", nil, err
@@ -459,20 +405,20 @@ func startSoakServer(ctx context.Context, exe string, o *soakOptions, stderr io.
 		return fail(err)
 	}
 	args := []string{"--data-dir", dir, "--auth", "tokens", "--tokens-file", tokens, "--log-level", "warn"}
-	if o.maxConnections >= 0 {
-		args = append(args, "--max-connections", strconv.Itoa(o.maxConnections))
+	if o.MaxConnections >= 0 {
+		args = append(args, "--max-connections", strconv.Itoa(o.MaxConnections))
 	}
-	if o.maxPerClient >= 0 {
-		args = append(args, "--max-connections-per-client", strconv.Itoa(o.maxPerClient))
+	if o.MaxPerClient >= 0 {
+		args = append(args, "--max-connections-per-client", strconv.Itoa(o.MaxPerClient))
 	}
 	fmt.Fprintln(stderr, "starting server")
 	sl := &shedLog{}
-	srv, err := startServeProcess(ctx, exe, args, sl)
+	srv, err := StartServer(ctx, exe, args, sl)
 	if err != nil {
 		return fail(err)
 	}
-	s := &soakServer{benchServer: srv, dir: dir}
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.url+"/v1/os-hosts", strings.NewReader(`{"name": "soak-1"}`))
+	s := &soakServer{Server: srv, dir: dir}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/v1/os-hosts", strings.NewReader(`{"name": "soak-1"}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Auth-Token", admin)
 	resp, err := http.DefaultClient.Do(req)
@@ -691,21 +637,6 @@ func (w *soakWorker) do(ctx context.Context, method, path, body string) (int, []
 		w.record(d, newConn, err)
 	}
 	return resp.StatusCode, out, err
-}
-
-// procRSS reads a process's resident set size (VmRSS) in bytes.
-func procRSS(pid int) (int64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	return parseStatusKB(data, "VmRSS:")
-}
-
-// procFDs counts a process's open file descriptors.
-func procFDs(pid int) (int, error) {
-	entries, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
-	return len(entries), err
 }
 
 func writeSoakTable(w io.Writer, rep *soakReport) error {

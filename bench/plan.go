@@ -1,15 +1,12 @@
-package main
+package bench
 
 import (
 	"fmt"
 	"io"
-	"os"
 	"runtime"
 	"runtime/debug"
 	"text/tabwriter"
 	"time"
-
-	"github.com/spf13/cobra"
 
 	"climate"
 	"climate/plan"
@@ -17,12 +14,45 @@ import (
 	"climate/workload"
 )
 
-type benchPlanOptions struct {
-	scales      string
-	windows     int
-	output      string
-	types       string
-	floatingIPs string
+// PlanOptions are bench plan's settings (its flags).
+type PlanOptions struct {
+	Scales      string
+	Windows     int
+	Output      string
+	Types       string
+	FloatingIPs string
+}
+
+// Plan runs bench plan and writes its report to stdout as o.Output says (table or json).
+func Plan(o *PlanOptions, stdout, stderr io.Writer) error {
+	if err := checkOutput(o.Output); err != nil {
+		return err
+	}
+	scales, err := parseScales(o.Scales)
+	if err != nil {
+		return err
+	}
+	if o.Windows <= 0 {
+		return fmt.Errorf("--windows %d: want at least 1", o.Windows)
+	}
+	types, err := parseBenchTypes(o.Types)
+	if err != nil {
+		return err
+	}
+	var fips []benchScale
+	if types.floatingIP {
+		if fips, err = parseScales(o.FloatingIPs); err != nil {
+			return fmt.Errorf("--floatingips %q: want ADDRESSES:ALLOCATIONS[,…] with ADDRESSES > 0, e.g. 10000:50000", o.FloatingIPs)
+		}
+	}
+	rep, err := runBenchPlan(scales, o.Windows, types, fips, stderr)
+	if err != nil {
+		return err
+	}
+	if o.Output == "json" {
+		return writeJSON(stdout, rep)
+	}
+	return writePlanTable(stdout, rep)
 }
 
 // planReport is bench plan's result (its JSON output).
@@ -75,86 +105,6 @@ type planEarliestReport struct {
 	P99US    float64 `json:"p99_us"`
 	// NotFound counts windows with no slot for 10 hosts within 90 days of the window's start.
 	NotFound int `json:"not_found"`
-}
-
-func newBenchPlanCmd() *cobra.Command {
-	o := &benchPlanOptions{}
-	cmd := &cobra.Command{
-		Use:   "plan",
-		Short: "Time the planner in process on the workload (no database, no HTTP)",
-		Long: `For each scale H:R, build the blazar-90d book in memory and the planner's availability
-index from it, then time one planning request for 10 hosts (min = max = 10) over each of the
-first N request windows, for both request kinds of WORKLOAD.md:
-
-  plain     no property filter
-  filtered  hypervisor_properties [">=", "$memory_mb", "131072"] and
-            resource_properties ["==", "$node_type", "compute_icelake"]
-
-and one earliest-slot search per window (10 hosts for the window's duration, from its start,
-within 90 days, 3 candidate slots). Reported per scale: median and p99 planning time, the mean
-number of free matching hosts per window and the windows that cannot be satisfied (for
-cross-checking with other implementations), the index build time, its heap per host
-allocation and the growth of the process's peak RSS per 1,000,000 allocations (index and
-searches), the first earliest-slot search apart (it builds the filter's free-time summary),
-and upstream Blazar's median where WORKLOAD.md gives one. The book is not
-changed by the requests: every window is planned against the same book.
-
-That is --types host; by default --types also times:
-
-  instance    for each scale H:R, the instance workload (workload/instances.go): H hosts of
-              32–128 vCPUs and 128–512 GB, R virtual:instance leases of 1–8 slots of 8 sizes
-              over 1–3 hosts and a whole-host lease after every tenth, over 21 days (about
-              35% of the vCPU-hours booked); then N requests of 1–8 slots over 1–72 h, planned
-              by plan.PlaceSlots with their own affinities (mixed), none, affinity and
-              anti-affinity: median, p99 and refusals per kind
-  floatingip  for each ADDRESSES:ALLOCATIONS of --floatingips, addresses on 10 networks
-              with existing allocations over 90 days, and N requests of 1–4 addresses (half
-              requiring one) planned by the virtual:floatingip type: median, p99, refusals`,
-		Example: `  climate bench plan
-  climate bench plan --scales 100:1000,1000:10000,5000:50000,20000:200000,100000:1000000
-  climate bench plan --scales 1000:10000 --windows 1000 -o json
-  climate bench plan --types instance,floatingip --scales 5000:50000 --windows 1000
-  climate bench plan --types floatingip --floatingips 10000:50000,100000:500000`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(o.output); err != nil {
-				return err
-			}
-			scales, err := parseScales(o.scales)
-			if err != nil {
-				return err
-			}
-			if o.windows <= 0 {
-				return fmt.Errorf("--windows %d: want at least 1", o.windows)
-			}
-			types, err := parseBenchTypes(o.types)
-			if err != nil {
-				return err
-			}
-			var fips []benchScale
-			if types.floatingIP {
-				if fips, err = parseScales(o.floatingIPs); err != nil {
-					return fmt.Errorf("--floatingips %q: want ADDRESSES:ALLOCATIONS[,…] with ADDRESSES > 0, e.g. 10000:50000", o.floatingIPs)
-				}
-			}
-			rep, err := runBenchPlan(scales, o.windows, types, fips, cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			if o.output == "json" {
-				return writeJSON(cmd.OutOrStdout(), rep)
-			}
-			return writePlanTable(cmd.OutOrStdout(), rep)
-		},
-	}
-	f := cmd.Flags()
-	f.StringVar(&o.scales, "scales", "100:1000,1000:10000,5000:50000", "comma-separated HOSTS:LEASES scales to run (host and instance cases)")
-	f.IntVar(&o.windows, "windows", 200, "number of request windows timed per scale and kind")
-	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
-	addFormatAlias(f, "output", "table", "json")
-	f.StringVar(&o.types, "types", "host,instance,floatingip", "comma-separated cases to time: host (blazar-90d), instance (instance slots), floatingip")
-	f.StringVar(&o.floatingIPs, "floatingips", "10000:50000", "comma-separated ADDRESSES:ALLOCATIONS for the floatingip case")
-	return cmd
 }
 
 // filteredQuery is the workload's filtered request: both property queries combined.
@@ -304,19 +254,6 @@ func benchPlanScale(sc benchScale, windows []workload.Window, q *query.Query, p 
 	runtime.KeepAlive(x)
 	return rep, nil
 }
-
-// residentBytes reads one of this process's memory figures (VmRSS:, VmHWM:) from /proc.
-func residentBytes(field string) (int64, error) {
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0, err
-	}
-	return parseStatusKB(data, field)
-}
-
-// resetPeakRSS sets this process's peak resident memory (VmHWM) back to its current one,
-// so that a scale's peak is its own (Linux; elsewhere nothing is measured).
-func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
 
 // settleHeap collects garbage until the heap holds only live objects: twice, because a
 // collection only moves sync.Pool contents to a victim cache that the next one frees.

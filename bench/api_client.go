@@ -1,0 +1,304 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"climate/workload"
+)
+
+// apiBench posts leases to servers: client k of a run to bases[k % len(bases)].
+type apiBench struct {
+	bases            []string
+	token, kind, typ string
+	windows          []workload.Window
+	instances        []workload.InstanceRequest // typ instance: the requests, windows aside
+	client           *http.Client
+	requests         int // per run
+}
+
+// newAPIBench prepares n requests of o's type and kind.
+func newAPIBench(o *APIOptions, n int) *apiBench {
+	maxClients := slices.Max(o.Clients)
+	b := &apiBench{
+		token: o.Token, kind: o.Kind, typ: o.Type, requests: o.Requests,
+		windows: workload.Windows(n),
+		client: &http.Client{
+			Timeout: 5 * time.Minute,
+			Transport: &http.Transport{
+				MaxIdleConns: maxClients, MaxIdleConnsPerHost: maxClients, IdleConnTimeout: time.Minute,
+			},
+		},
+	}
+	if o.Type == "instance" {
+		b.instances = workload.InstanceRequests(n)
+	}
+	return b
+}
+
+// start readies the database for the runs (--limits) and times the first request, a
+// dry run, on the fresh server.
+func (b *apiBench) start(ctx context.Context, o *APIOptions, rep *APIReport, stderr io.Writer) error {
+	if o.Limits {
+		if err := b.setLimits(ctx); err != nil {
+			return err
+		}
+		rep.Limits = true
+	}
+	fmt.Fprintln(stderr, "first request (dry run)")
+	t0 := time.Now()
+	status, body, err := b.create(ctx, b.bases[0], -1, true)
+	if err != nil {
+		return err
+	}
+	if status != http.StatusOK && status != http.StatusConflict {
+		return httpError(status, body)
+	}
+	rep.FirstRequestMS = millis(time.Since(t0))
+	return nil
+}
+
+// runAll times each client count in turn on the servers of b.bases (replicas of them),
+// the first run posting request first on, and adds the runs to rep.
+func (b *apiBench) runAll(ctx context.Context, clients []int, replicas, first int, rep *APIReport, stderr io.Writer) error {
+	p := &progressLine{w: stderr}
+	for k, c := range clients {
+		run, err := b.run(ctx, c, first+k*b.requests, b.requests, p)
+		p.done()
+		if err != nil {
+			return err
+		}
+		run.Replicas = replicas
+		rep.Runs = append(rep.Runs, *run)
+	}
+	return nil
+}
+
+type leaseRequestBody struct {
+	Name         string `json:"name"`
+	Start        string `json:"start_date"`
+	End          string `json:"end_date"`
+	Reservations []any  `json:"reservations"`
+	DryRun       bool   `json:"dry_run,omitempty"`
+}
+
+type reservationRequestBody struct {
+	ResourceType         string `json:"resource_type"`
+	Min                  int    `json:"min"`
+	Max                  int    `json:"max"`
+	HypervisorProperties string `json:"hypervisor_properties"`
+	ResourceProperties   string `json:"resource_properties"`
+}
+
+type instanceRequestBody struct {
+	ResourceType       string `json:"resource_type"`
+	Amount             int    `json:"amount"`
+	VCPUs              int    `json:"vcpus"`
+	MemoryMB           int    `json:"memory_mb"`
+	DiskGB             int    `json:"disk_gb"`
+	Affinity           *bool  `json:"affinity"`
+	ResourceProperties string `json:"resource_properties"`
+}
+
+type floatingIPRequestBody struct {
+	ResourceType string `json:"resource_type"`
+	NetworkID    string `json:"network_id"`
+	Amount       int    `json:"amount"`
+}
+
+// benchLimits bound the posting project far above what the benchmark books: every check
+// runs, none refuses.
+const benchLimits = `{"max_hosts": 100000000, "max_vcpus": 100000000, "max_floating_ips": 100000000, "max_leases": 100000000,
+	"max_advance": "36500d", "max_lease_duration": "36500d", "budget": 1e14}`
+
+// setLimits gives the noauth caller's project (admin) benchLimits.
+func (b *apiBench) setLimits(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, b.bases[0]+"/v1/projects/admin/limits", strings.NewReader(benchLimits))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if b.token != "" {
+		req.Header.Set("X-Auth-Token", b.token)
+	}
+	resp, err := b.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("setting the limits: %w", httpError(resp.StatusCode, body))
+	}
+	return nil
+}
+
+// create posts lease "bench-i" of request i (the first for i < 0, the dry run); it returns
+// the status and, unless 201, the body.
+func (b *apiBench) create(ctx context.Context, base string, i int, dryRun bool) (int, []byte, error) {
+	var res any
+	w := b.windows[max(i, 0)]
+	switch b.typ {
+	case "instance":
+		q := b.instances[max(i, 0)]
+		r := instanceRequestBody{ResourceType: "virtual:instance", Amount: q.Amount, VCPUs: q.Size.VCPUs, MemoryMB: q.Size.MemoryMB,
+			DiskGB: q.Size.DiskGB, Affinity: q.Affinity}
+		if b.kind == "filtered" {
+			r.ResourceProperties = workload.FilteredResourceProperties
+		}
+		res, w = r, q.Window
+	case "floatingip":
+		res = floatingIPRequestBody{ResourceType: "virtual:floatingip", NetworkID: workload.FloatingIPNetwork(0), Amount: workload.HostsWanted}
+	default:
+		r := reservationRequestBody{ResourceType: "physical:host", Min: workload.HostsWanted, Max: workload.HostsWanted}
+		if b.kind == "filtered" {
+			r.HypervisorProperties, r.ResourceProperties = workload.FilteredHypervisorProperties, workload.FilteredResourceProperties
+		}
+		res = r
+	}
+	name := "bench-" + strconv.Itoa(i)
+	if i < 0 {
+		name = "bench-warmup"
+	}
+	payload, err := json.Marshal(leaseRequestBody{Name: name, Start: w.Start.Format("2006-01-02 15:04"), End: w.End.Format("2006-01-02 15:04"),
+		Reservations: []any{res}, DryRun: dryRun})
+	if err != nil {
+		return 0, nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/leases", bytes.NewReader(payload))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if b.token != "" {
+		req.Header.Set("X-Auth-Token", b.token)
+	}
+	resp, err := b.client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	var body []byte
+	if resp.StatusCode != http.StatusCreated {
+		body, err = io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	}
+	_, _ = io.Copy(io.Discard, resp.Body) // so the connection is reused
+	return resp.StatusCode, body, err
+}
+
+func httpError(status int, body []byte) error {
+	msg := strings.Join(strings.Fields(string(body)), " ")
+	if len(msg) > 300 {
+		msg = msg[:300] + "…"
+	}
+	return fmt.Errorf("POST /v1/leases: HTTP %d: %s", status, msg)
+}
+
+// run posts n leases (windows first … first+n-1) with c concurrent clients.
+func (b *apiBench) run(ctx context.Context, c, first, n int, p *progressLine) (*apiRunReport, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		next, done atomic.Int64
+		mu         sync.Mutex
+		firstErr   error
+		lat        = make([]time.Duration, 0, n)
+		rep        = &apiRunReport{Clients: c, Requests: n}
+	)
+	fail := func(err error) {
+		mu.Lock()
+		if firstErr == nil {
+			firstErr = err
+		}
+		mu.Unlock()
+		cancel()
+	}
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	stopTicker := make(chan struct{})
+	tickerDone := make(chan struct{})
+	go func() {
+		defer close(tickerDone)
+		for {
+			p.set("%d clients: %d/%d requests", c, done.Load(), n)
+			select {
+			case <-tick.C:
+			case <-stopTicker:
+				p.set("%d clients: %d/%d requests", c, done.Load(), n)
+				return
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	start := time.Now()
+	for k := range c {
+		base := b.bases[k%len(b.bases)]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var mine []time.Duration
+			created, full, gaveUp := 0, 0, 0
+			defer func() {
+				mu.Lock()
+				lat = append(lat, mine...)
+				rep.Created += created
+				rep.NoCapacity += full
+				rep.GaveUp += gaveUp
+				mu.Unlock()
+			}()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				t0 := time.Now()
+				status, body, err := b.create(ctx, base, first+i, false)
+				d := time.Since(t0)
+				if err != nil {
+					fail(err)
+					return
+				}
+				switch status {
+				case http.StatusCreated:
+					created++
+				case http.StatusConflict:
+					full++
+					if bytes.Contains(body, []byte("concurrent requests")) {
+						gaveUp++
+					}
+				default:
+					fail(httpError(status, body))
+					return
+				}
+				mine = append(mine, d)
+				done.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	close(stopTicker)
+	<-tickerDone
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	med, p99 := medianP99(lat)
+	rep.MedianMS, rep.P99MS = millis(med), millis(p99)
+	rep.Seconds = round(elapsed.Seconds(), 3)
+	rep.CreationsPerSecond = round(float64(rep.Created)/elapsed.Seconds(), 1)
+	rep.RequestsPerSecond = round(float64(n)/elapsed.Seconds(), 1)
+	return rep, nil
+}

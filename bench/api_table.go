@@ -1,0 +1,122 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"climate/workload"
+)
+
+func writeAPITable(w io.Writer, rep *APIReport) error {
+	sets := replicaSets(rep.Runs)
+	if rep.Server == "subprocess" {
+		on := "climate serve subprocess on SQLite"
+		if rep.Database != "" {
+			on = fmt.Sprintf("%d climate serve subprocess(es) on PostgreSQL (%s), clients round-robin", rep.Replicas, rep.Database)
+			if len(sets) > 1 {
+				on = fmt.Sprintf("climate serve subprocesses on PostgreSQL (%s), %s of them in turn, clients round-robin", rep.Database, joinInts(sets, ", then "))
+			}
+		}
+		book, allocs := "", "host allocations"
+		if rep.Type == "instance" {
+			book, allocs = "instance ", "slot and host allocations"
+		}
+		fmt.Fprintf(w, "Lease creation through the HTTP API: %s, %sbook of %d hosts, %d leases, %d %s (loaded in %.1f s)\n",
+			on, book, rep.Hosts, rep.Leases, rep.Allocations, allocs, rep.LoadSeconds)
+		if rep.FloatingIPs > 0 {
+			fmt.Fprintf(w, "Beside it %d floating IPs on network %s\n", rep.FloatingIPs, workload.FloatingIPNetwork(0))
+		}
+	} else {
+		fmt.Fprintf(w, "Lease creation through the HTTP API of %s\n", rep.Server)
+	}
+	switch rep.Type {
+	case "instance":
+		fmt.Fprintf(w, "Requests: virtual:instance, %s, the instance workload's next request each (1–8 slots, mixed affinity, 1–72 h)\n", rep.Kind)
+	case "floatingip":
+		fmt.Fprintf(w, "Requests: virtual:floatingip, %d addresses of network %s each, one new workload window per request\n", workload.HostsWanted, workload.FloatingIPNetwork(0))
+	default:
+		fmt.Fprintf(w, "Requests: %s, %d hosts each, one new workload window per request\n", rep.Kind, workload.HostsWanted)
+	}
+	if rep.DatabaseLink != "" {
+		fmt.Fprintf(w, "Database behind a simulated %.1f ms round trip: %s\n", rep.DatabaseDelayMS, rep.DatabaseLink)
+	}
+	if rep.Limits {
+		fmt.Fprintln(w, "The posting project has limits and a budget (--limits): every creation runs the fair-use checks")
+	}
+	if rep.StartSeconds > 0 {
+		fmt.Fprintf(w, "Server start to listening (it reads the book and builds the availability index first): %.2f s\n", rep.StartSeconds)
+	}
+	fmt.Fprintf(w, "First request (dry run, on the fresh server): %.1f ms\n\n", rep.FirstRequestMS)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	col := func(v string) string { // the REPLICAS column, with several sets only
+		if len(sets) > 1 {
+			return v + "\t"
+		}
+		return ""
+	}
+	fmt.Fprintln(tw, col("REPLICAS")+"CLIENTS\tREQUESTS\tCREATED (201)\tNO CAPACITY (409)\tMEDIAN\tP99\tCREATIONS/S\tREQUESTS/S\tBLAZAR (MEDIAN, 1 CLIENT)")
+	for _, r := range rep.Runs {
+		var blazar *float64
+		if r.Clients == 1 {
+			blazar = rep.BlazarCreateSeconds
+		}
+		full := strconv.Itoa(r.NoCapacity)
+		if r.GaveUp > 0 {
+			full += fmt.Sprintf(" (%d gave up on concurrent bookings)", r.GaveUp)
+		}
+		fmt.Fprintf(tw, "%s%d\t%d\t%d\t%s\t%.2f ms\t%.2f ms\t%.1f\t%.1f\t%s\n", col(strconv.Itoa(r.Replicas)), r.Clients, r.Requests, r.Created, full,
+			r.MedianMS, r.P99MS, r.CreationsPerSecond, r.RequestsPerSecond, formatBlazar(blazar))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if sc := rep.Scaling; sc != nil {
+		fmt.Fprintln(w)
+		if r := sc.Clients; r != nil {
+			fmt.Fprintf(w, "Creations/s with %d clients over %d (on %s): %.2f×\n", r.Of, r.Over, plural(r.At, "replica"), r.Ratio)
+		}
+		if r := sc.Replicas; r != nil {
+			fmt.Fprintf(w, "Creations/s with %s over %d (at %s): %.2f×\n", plural(r.Of, "replica"), r.Over, plural(r.At, "client"), r.Ratio)
+		}
+	}
+	if len(rep.ReplicaPeakRSSMiB) > 1 {
+		var each []string
+		for _, v := range rep.ReplicaPeakRSSMiB {
+			each = append(each, fmt.Sprintf("%.1f", v))
+		}
+		fmt.Fprintf(w, "\nServer peak RSS (VmHWM) per replica: %s MiB\n", strings.Join(each, ", "))
+	} else if rep.PeakRSSMiB != nil {
+		fmt.Fprintf(w, "\nServer peak RSS (VmHWM): %.1f MiB\n", *rep.PeakRSSMiB)
+	}
+	return nil
+}
+
+// replicaSets lists the replica counts of the runs, in order.
+func replicaSets(runs []apiRunReport) []int {
+	var out []int
+	for _, r := range runs {
+		if !slices.Contains(out, r.Replicas) {
+			out = append(out, r.Replicas)
+		}
+	}
+	return out
+}
+
+func joinInts(v []int, sep string) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, sep)
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

@@ -1,0 +1,145 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"climate"
+	"climate/plan"
+	"climate/sqlite"
+	"climate/workload"
+)
+
+// simulateCreated plans the benchmark's sequential requests on the book in process, booking
+// each one that fits, and returns how many fit: what one client must see from the server.
+func simulateCreated(b *workload.Book, windows []workload.Window) int {
+	x := plan.NewIndex(b.Hosts, bookAllocs(b))
+	created := 0
+	for i, w := range windows {
+		hosts, _, err := x.PlaceHosts(plan.HostRequest{Window: plan.Window{Start: w.Start, End: w.End}, Min: 10, Max: 10})
+		if err != nil {
+			continue
+		}
+		created++
+		var add []climate.Allocation
+		for _, h := range hosts {
+			add = append(add, climate.Allocation{LeaseID: fmt.Sprintf("sim-%d", i), ResourceID: h, Start: w.Start, End: w.End})
+		}
+		x.Apply(nil, add)
+	}
+	return created
+}
+
+func checkAPIRuns(t *testing.T, rep *APIReport, clients []int, requests int) {
+	t.Helper()
+	if len(rep.Runs) != len(clients) {
+		t.Fatalf("%d runs, want %d", len(rep.Runs), len(clients))
+	}
+	for i, r := range rep.Runs {
+		if r.Clients != clients[i] || r.Requests != requests || r.Created+r.NoCapacity != requests {
+			t.Errorf("run %d: %+v; want %d clients and %d requests, each 201 or 409", i, r, clients[i], requests)
+		}
+		if r.MedianMS <= 0 || r.P99MS < r.MedianMS || r.Seconds <= 0 || r.RequestsPerSecond <= 0 {
+			t.Errorf("run %d: timings %+v", i, r)
+		}
+		if r.Created > 0 && r.CreationsPerSecond <= 0 {
+			t.Errorf("run %d: %d created but %v creations/s", i, r.Created, r.CreationsPerSecond)
+		}
+	}
+}
+
+// With --url the benchmark posts to a running server and must see
+// exactly the outcomes the planner predicts for one client.
+func TestBenchAPIAgainstRunningServer(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "climate.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	book := workload.Generate(40, 300)
+	if err := workload.Load(ctx, st, book, nil); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	url := serveDataDir(t, dir)
+
+	rep := runAPIForTest(t, APIOptions{URL: url, Requests: 15, Clients: []int{1, 3}})
+	checkAPIRuns(t, rep, []int{1, 3}, 15)
+	if rep.Server != url || rep.PeakRSSMiB != nil || rep.Hosts != 0 || rep.Kind != "plain" {
+		t.Errorf("report: %+v", rep)
+	}
+	if want := simulateCreated(book, workload.Windows(15)); rep.Runs[0].Created != want {
+		t.Errorf("one client: %d created, the planner predicts %d", rep.Runs[0].Created, want)
+	}
+	if rep.Runs[0].NoCapacity == 0 && rep.Runs[1].NoCapacity == 0 {
+		t.Errorf("40 hosts 42%% booked should refuse some requests for 10: %+v", rep.Runs)
+	}
+	// The leases are in the server: 300 from the book plus those created, named bench-N.
+	_, leases, _ := countStore(t, dir)
+	if want := 300 + rep.Runs[0].Created + rep.Runs[1].Created; leases != want {
+		t.Errorf("%d leases in the database, want %d", leases, want)
+	}
+}
+
+// The full benchmark: load, server subprocess, runs, RSS, and nothing left behind.
+func TestBenchAPISubprocess(t *testing.T) {
+	if _, err := os.Stat("/proc/self/status"); err != nil {
+		t.Skip("needs /proc for the server's peak RSS")
+	}
+	bin := climateBinaryForTest(t)
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	rep := runAPIForTest(t, APIOptions{Hosts: 50, Leases: 200, Requests: 20, Clients: []int{1, 2}, Exe: bin})
+	book := workload.Generate(50, 200)
+	checkAPIRuns(t, rep, []int{1, 2}, 20)
+	if rep.Server != "subprocess" || rep.Hosts != 50 || rep.Leases != 200 || rep.Allocations != book.Allocations() {
+		t.Errorf("report: %+v", rep)
+	}
+	if rep.PeakRSSMiB == nil || *rep.PeakRSSMiB <= 1 || rep.FirstRequestMS <= 0 {
+		t.Errorf("peak RSS %v MiB, first request %v ms", rep.PeakRSSMiB, rep.FirstRequestMS)
+	}
+	if want := simulateCreated(book, workload.Windows(20)); rep.Runs[0].Created != want {
+		t.Errorf("one client: %d created, the planner predicts %d", rep.Runs[0].Created, want)
+	}
+	// The temporary data directory is gone, and so is the server that used it.
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("left behind in TMPDIR: %v", left)
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(tmp)) {
+			t.Errorf("server still running: %s: %q", p, b)
+		}
+	}
+}
+
+func TestPercentileAndVmHWM(t *testing.T) {
+	d := make([]time.Duration, 200)
+	for i := range d {
+		d[len(d)-1-i] = time.Duration(i + 1)
+	}
+	if med, p99 := medianP99(d); med != 100 || p99 != 198 {
+		t.Errorf("median %d, p99 %d; want 100, 198 (nearest rank)", med, p99)
+	}
+	if got := percentile([]time.Duration{7}, 0.99); got != 7 {
+		t.Errorf("one sample: %d", got)
+	}
+	n, err := parseVmHWM([]byte("Name:\tclimate\nVmPeak:\t  900 kB\nVmHWM:\t   204800 kB\nVmRSS:\t 1 kB\n"))
+	if err != nil || n != 200<<20 {
+		t.Errorf("VmHWM = %d, %v; want %d", n, err, 200<<20)
+	}
+	if _, err := parseVmHWM([]byte("Name:\tclimate\n")); err == nil {
+		t.Error("no VmHWM line: no error")
+	}
+	env := envWithoutClimate([]string{"PATH=/bin", "CLIMATE_AUTH=tokens", "HOME=/root"})
+	if strings.Join(env, " ") != "PATH=/bin HOME=/root" {
+		t.Errorf("env %v", env)
+	}
+}
