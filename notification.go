@@ -69,7 +69,8 @@ type DeliveryCursor struct {
 
 // Outbox is the part of a Tx that keeps notifications and the destinations' progress.
 type Outbox interface {
-	// AddNotification writes n, assigning n.Seq.
+	// AddNotification writes n. Its Seq, the position destinations keep cursors on, is
+	// in commit order: SQLite (one writer) assigns it here, PostgreSQL at commit.
 	AddNotification(ctx context.Context, n *Notification) error
 	// Notifications returns up to limit notifications with Seq > after, in Seq order.
 	Notifications(ctx context.Context, after int64, limit int) ([]Notification, error)

@@ -190,10 +190,11 @@ type UsageStore interface {
 	ListUsage(ctx context.Context, f UsageFilter) ([]UsageRecord, error)
 	// PutUsage inserts or replaces records by lease, reservation and allocation id.
 	PutUsage(ctx context.Context, rs []UsageRecord) error
-	// ChargeProject adds delta to project's totals and returns the new totals. In
-	// PostgreSQL the row stays locked until the transaction ends, so concurrent chargers
-	// of one project take turns.
-	ChargeProject(ctx context.Context, project string, delta ProjectCharge) (ProjectCharge, error)
+	// ChargeProject adds delta to project's totals. With totals, for a caller that checks
+	// limits on them, it returns the new totals, and concurrent chargers that ask for
+	// them take turns (PostgreSQL locks the project's row until the transaction ends);
+	// without, it may only record the delta, with no lock, and return the zero totals.
+	ChargeProject(ctx context.Context, project string, delta ProjectCharge, totals bool) (ProjectCharge, error)
 	// ProjectCharged returns what project's budget was charged (zero when never).
 	ProjectCharged(ctx context.Context, project string) (ProjectCharge, error)
 	// GetProjectLimits returns project's limits; ok is false when none were set.

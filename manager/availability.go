@@ -269,6 +269,8 @@ func (m *Manager) commitChange(ctx context.Context, write func(climate.Tx) error
 	defer func(start time.Time) { m.cfg.Observer.Committed(time.Since(start)) }(time.Now())
 	m.commitGate.RLock()
 	defer m.commitGate.RUnlock()
+	m.committing.Add(1)
+	defer m.committing.Add(-1)
 	return m.commitGated(ctx, write, removed, added)
 }
 

@@ -162,13 +162,15 @@ func (m *Manager) CreateLease(ctx context.Context, who climate.Identity, req cli
 		if err := tx.InsertLease(ctx, l); err != nil {
 			return err
 		}
-		if err := m.account(ctx, tx, nil, l, now); err != nil {
-			return err
-		}
 		if err := m.audit(ctx, tx, climate.ByUser(who), auditLeaseCreate, climate.LeaseAuditTarget(l), nil, climate.LeaseAuditSummary(l)); err != nil {
 			return err
 		}
-		return notify.Add(ctx, tx, climate.NotifyLeaseCreate, l, nil, now)
+		if err := notify.Add(ctx, tx, climate.NotifyLeaseCreate, l, nil, now); err != nil {
+			return err
+		}
+		// Last: the charge locks the project's running totals until commit (PostgreSQL),
+		// so the project's other creations wait for as little as possible.
+		return m.account(ctx, tx, nil, l, now)
 	})
 	if climate.ErrorCode(err) == climate.CodeConflict && l.Type.Waits() && !req.DryRun {
 		err = m.insertWaiting(ctx, who, l, now) // it waits for capacity
@@ -284,7 +286,7 @@ func (m *Manager) planAndCommit(ctx context.Context, l, prev *climate.Lease, opt
 			}
 			var err error
 			rotate := 0
-			if attempt > 0 { // lost a race: look elsewhere than the others do
+			if attempt > 0 || m.committing.Load() > 0 { // lost a race, or others are committing: look elsewhere than they do
 				rotate = rand.IntN(1 << 30)
 			}
 			chosen, err = m.planLease(l, prev, a, rotate)
@@ -302,6 +304,17 @@ func (m *Manager) planAndCommit(ctx context.Context, l, prev *climate.Lease, opt
 			return err
 		}
 		err = m.commitChange(ctx, func(tx climate.Tx) error {
+			// The chosen resources' allocations are read first: a store whose writers run
+			// side by side (PostgreSQL) locks the resources there, so the inventory read
+			// next sees a concurrent deletion of one of them.
+			var others []climate.Allocation
+			c := m.cfg.Cleaning // hosts are kept free this long after each allocation
+			if len(chosen) > 0 {
+				var err error
+				if others, err = tx.ListAllocations(ctx, climate.AllocationFilter{ResourceIDs: resource.IDs(chosen), From: l.Start.Add(-c), To: l.End.Add(c), ExcludeLeaseID: l.ID}); err != nil {
+					return err
+				}
+			}
 			rev, err := tx.InventoryRevision(ctx)
 			if err != nil {
 				return err
@@ -310,11 +323,6 @@ func (m *Manager) planAndCommit(ctx context.Context, l, prev *climate.Lease, opt
 				return climate.ErrConflictRetry
 			}
 			if len(chosen) > 0 {
-				c := m.cfg.Cleaning // hosts are kept free this long after each allocation
-				others, err := tx.ListAllocations(ctx, climate.AllocationFilter{ResourceIDs: resource.IDs(chosen), From: l.Start.Add(-c), To: l.End.Add(c), ExcludeLeaseID: l.ID})
-				if err != nil {
-					return err
-				}
 				if !l.Preemptible {
 					if others, cutLeases, cutRemoved, cutAdded, err = m.reclaim(ctx, tx, l, onHosts, onOthers, others, capacity, now); err != nil {
 						return err

@@ -30,12 +30,13 @@ func (m *Manager) account(ctx context.Context, tx climate.Tx, cur, l *climate.Le
 	if err != nil {
 		return err
 	}
-	c, err := usage.SyncPriced(ctx, tx, l, change, now, lim)
+	check := lim != nil && !m.exempt(l.ProjectID, lim)
+	c, err := usage.SyncPriced(ctx, tx, l, change, now, lim, check)
 	if err != nil {
 		return err
 	}
 	l.Cost = &c.LeaseCost
-	if lim == nil || m.exempt(l.ProjectID, lim) {
+	if !check {
 		return nil
 	}
 	moved := cur == nil || !cur.Start.Equal(l.Start) || !cur.End.Equal(l.End) || c.Delta > 0

@@ -33,6 +33,10 @@ type Manager struct {
 	// commitGate is held shared by each commit, and exclusively by a healing pass that
 	// must plan and write with no commit of this manager in between.
 	commitGate sync.RWMutex
+	// committing counts this manager's commits in flight: while there are some, planning
+	// starts its scan of equally good hosts at a random offset, so concurrent requests do
+	// not all choose, lock and then lose the same hosts.
+	committing atomic.Int64
 	// rebuilds and catchUps count how the view was refreshed (for tests and benchmarks).
 	rebuilds, catchUps atomic.Int64
 	// retryWake wakes RunRetries (WakeRetries): capacity may have freed.

@@ -55,8 +55,12 @@ func (s *Store) PruneAllocationLog(ctx context.Context, keep int64) (int64, erro
 	}
 	var deleted int64
 	err := s.write(ctx, func(t *tx) error {
-		// Runs under the writer lock, so no allocation change slips between reading the
-		// revision and recording what was pruned.
+		// Holds the revision counter's row (which each commit that logged changes takes
+		// for its stamp), so no change is stamped between reading the revision and
+		// recording what was pruned.
+		if _, err := t.q.Exec(ctx, `SELECT 1 FROM meta WHERE key = 'allocation_revision' FOR UPDATE`); err != nil {
+			return dbError(err)
+		}
 		tag, err := t.q.Exec(ctx, `WITH cut AS (
 				SELECT value - $1 AS upto FROM meta WHERE key = 'allocation_revision'),
 			pruned AS (

@@ -2,29 +2,49 @@
 // PostgreSQL database (each installation in its own schema, chosen by the search_path
 // parameter of the URL) and coordinate only through it.
 //
-// # One writer at a time
+// # Concurrent writers
 //
-// Every Update starts by locking one row, meta's allocation_revision, FOR UPDATE, and holds
-// it until commit or rollback. Write transactions are therefore serialized across every
-// process sharing the schema, exactly like the SQLite store's single writer:
+// Write transactions (READ COMMITTED) run side by side, across the processes sharing the
+// schema; they wait for each other only where they touch the same thing:
 //
-//   - The manager's in-transaction re-check (is any chosen host booked over the window?) is
-//     authoritative: nobody can commit between the check and the insert, so a plan is
-//     never rejected late and nothing is ever rolled back half-way through a use-case.
-//   - AllocationRevision and InventoryRevision are exact: revisions are assigned in commit
-//     order, so a reader that sees revision N has seen every change up to N, and a replica
-//     replaying the allocation log never misses one committed "in between".
-//   - Writes under READ COMMITTED need no serialization-failure retries: each statement
-//     after the lock sees every earlier commit.
+//   - Resources. A write transaction reads the allocations of the resources it is about
+//     to book to re-check them (the manager's ListAllocations with ResourceIDs: its plan
+//     still fits, instance slots still fit the host's capacity). In a write transaction
+//     that read first takes a transaction-scoped advisory lock on each resource, keyed by
+//     schema and id, in key order, in the same round trip (a pgx batch: each statement of
+//     it takes its own snapshot, so the read after the locks sees every commit of the
+//     transactions that held them). Two writers booking the same host therefore take turns
+//     from the re-check to the commit, exactly as under the single writer before, and
+//     writers booking other hosts do not wait at all. Since every re-check of a resource
+//     holds its lock to commit, nothing can be booked on it between the check and the
+//     insert. The manager reads the inventory revision after the locks, so a host deleted
+//     (which reads its allocations, locking it, before it goes) is noticed too. Two locks
+//     taken in different orders by one transaction's successive reads may deadlock:
+//     PostgreSQL then aborts one, and Update returns climate.ErrConflictRetry, which the
+//     manager answers by planning again.
+//   - Projects. The usage charge (INSERT … ON CONFLICT DO UPDATE on project_charges)
+//     locks the project's row to commit, so the fair-use checks of one project's
+//     concurrent leases (budget, leases and hosts at once) see each other's charges.
+//   - The allocation revision, for the instant of the commit only. A change to an
+//     allocation is logged as it happens with a provisional revision (minus its number
+//     among the transaction's changes, kept in a transaction-local setting). A deferred
+//     trigger then runs at commit: it takes meta's allocation_revision row, moves the
+//     counter past the transaction's n changes and gives them revisions base+1…base+n.
+//     The row is held from there to the end of the commit, all on the server, so
+//     revisions are assigned in commit order: a reader that sees revision N has seen
+//     every change up to N, and a replica replaying the log never misses one committed
+//     "in between". Other transactions' provisional entries are invisible (uncommitted),
+//     so neither a reader nor the stamp ever sees them.
+//   - Inventory changes (hosts, properties, floating IPs, maintenance windows) still bump
+//     inventory_revision as they happen, holding that row to commit: they are rare, and
+//     take turns.
 //
-// A row lock rather than an advisory lock because the row is the revision counter itself:
-// any transaction that changes allocations bumps it through the triggers, so even writes
-// that bypass Update (a maintenance script) queue behind the same lock and keep the
-// counter in commit order. Writes are short (planning happens before, in a View, and no
-// external call runs inside a transaction), so one writer is not the bottleneck; reads
-// (Views) never wait for it. Within a process, Updates also queue on a local semaphore
-// before taking a pooled connection, so writers waiting for the lock never take every
-// connection away from reads.
+// A writer's own commit does not move AllocationRevision inside its transaction (its
+// changes are stamped at commit), so the manager brings its availability index up to
+// date from the log on its next request, like a replica does with other replicas' writes.
+// Within a process, Updates also queue on a local semaphore that keeps a few pooled
+// connections for reads, so writers waiting for locks never take every connection away
+// from Views.
 //
 // # The exclusion constraints
 //
@@ -40,9 +60,9 @@
 // both DEFERRABLE INITIALLY DEFERRED: two whole-resource allocations of one resource never
 // overlap, and a whole-resource allocation never overlaps a slot allocation. Slot
 // allocations may overlap each other; that they fit the host's capacity is not a
-// constraint but the manager's re-check inside the serialized write transaction.
+// constraint but the manager's re-check under the resource locks.
 //
-// With the writer lock, the manager's re-check already prevents overlaps, so the
+// With the resource locks, the manager's re-check already prevents overlaps, so the
 // constraints normally never fire. They are there so the invariant holds even if
 // application code is wrong (a bug in planning or re-checking, a store method misused, a
 // manual SQL fix): such a write fails at COMMIT with SQLSTATE 23P01, which Update returns
@@ -56,14 +76,14 @@
 //
 // View is a read-only REPEATABLE READ transaction: one snapshot, and writes fail. Due
 // events are claimed with FOR UPDATE SKIP LOCKED, which would be correct without the
-// writer lock too. A trigger NOTIFYs channel climate_events (payload: the schema) when an
+// writers' locks. A trigger NOTIFYs channel climate_events (payload: the schema) when an
 // UNDONE event is inserted or moved, and WatchEvents turns that into the engine's Wake,
 // so an engine sleeps until its next event yet hears of earlier ones committed by other
 // replicas. TryLead elects one replica for maintenance work (such as PruneAllocationLog)
 // with a row that expires by the database's clock.
 //
 // Failure modes: a cancelled context rolls the transaction back (the connection may be
-// closed and replaced); a replica that dies holding the writer lock releases it when
+// closed and replaced); a replica that dies holding locks releases them when
 // PostgreSQL notices the connection is gone; a lost LISTEN connection is re-established
 // with back-off, and the engine is woken after each reconnection because notifications
 // sent meanwhile are lost.

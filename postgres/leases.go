@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"climate"
 )
 
@@ -484,7 +486,23 @@ func (t *tx) ListAllocations(ctx context.Context, f climate.AllocationFilter) ([
 		return nil, nil
 	}
 	q, args := allocationQuery(f)
-	rows, err := t.q.Query(ctx, q, args...)
+	var rows pgx.Rows
+	var err error
+	if t.write && len(f.ResourceIDs) > 0 {
+		// A write transaction reads a resource's allocations to re-check it: it locks the
+		// resource first, in the same round trip, and holds it to commit (see doc.go).
+		b := &pgx.Batch{}
+		b.Queue(lockResources, f.ResourceIDs, t.schema+"/")
+		b.Queue(q, args...)
+		br := t.q.SendBatch(ctx, b)
+		defer br.Close()
+		if _, err := br.Exec(); err != nil {
+			return nil, dbError(err)
+		}
+		rows, err = br.Query()
+	} else {
+		rows, err = t.q.Query(ctx, q, args...)
+	}
 	if err != nil {
 		return nil, dbError(err)
 	}
@@ -499,6 +517,13 @@ func (t *tx) ListAllocations(ctx context.Context, f climate.AllocationFilter) ([
 	}
 	return out, dbError(rows.Err())
 }
+
+// lockResources takes a transaction-scoped advisory lock on each resource ($1), keyed by
+// the installation's schema ($2) and the id, in key order so that two writers never wait
+// for each other crosswise. The sorted subquery (DISTINCT keeps it from being flattened)
+// fixes the order the locks are taken in.
+const lockResources = `SELECT count(pg_advisory_xact_lock(k)) FROM
+	(SELECT DISTINCT hashtextextended($2 || r, 0) AS k FROM unnest($1::text[]) AS r ORDER BY k) AS locks`
 
 // allocationQuery builds ListAllocations' query for f (whose ResourceIDs is not empty).
 func allocationQuery(f climate.AllocationFilter) (string, []any) {

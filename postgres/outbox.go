@@ -10,22 +10,22 @@ import (
 	"climate"
 )
 
-// AddNotification writes n to the outbox, assigning n.Seq. Writers are serialized, so the
-// identity value taken here is in commit order.
+// AddNotification writes n to the outbox. n.Seq, its position, is given at commit (in
+// commit order, doc.go), so it is 0 here.
 func (t *tx) AddNotification(ctx context.Context, n *climate.Notification) error {
 	if err := t.writable(); err != nil {
 		return err
 	}
-	err := t.q.QueryRow(ctx, `INSERT INTO notifications (id, event_type, lease_id, project_id, payload, error, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING seq`,
-		n.ID, n.EventType, n.LeaseID, n.ProjectID, n.Payload, n.Error, ts(n.CreatedAt)).Scan(&n.Seq)
+	_, err := t.q.Exec(ctx, `INSERT INTO notifications (id, event_type, lease_id, project_id, payload, error, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		n.ID, n.EventType, n.LeaseID, n.ProjectID, n.Payload, n.Error, ts(n.CreatedAt))
 	return dbError(err)
 }
 
 // Notifications returns up to limit notifications after the given Seq, in Seq order.
 func (t *tx) Notifications(ctx context.Context, after int64, limit int) ([]climate.Notification, error) {
-	rows, err := t.q.Query(ctx, `SELECT seq, id, event_type, lease_id, project_id, payload, error, created_at
-		FROM notifications WHERE seq > $1 ORDER BY seq LIMIT $2`, after, limit)
+	rows, err := t.q.Query(ctx, `SELECT position, id, event_type, lease_id, project_id, payload, error, created_at
+		FROM notifications WHERE position > $1 ORDER BY position LIMIT $2`, after, limit)
 	if err != nil {
 		return nil, dbError(err)
 	}
@@ -45,7 +45,7 @@ func (t *tx) Notifications(ctx context.Context, after int64, limit int) ([]clima
 // LastNotificationSeq returns the highest Seq written.
 func (t *tx) LastNotificationSeq(ctx context.Context) (int64, error) {
 	var seq *int64
-	if err := t.q.QueryRow(ctx, `SELECT max(seq) FROM notifications`).Scan(&seq); err != nil || seq == nil {
+	if err := t.q.QueryRow(ctx, `SELECT max(position) FROM notifications`).Scan(&seq); err != nil || seq == nil {
 		return 0, dbError(err)
 	}
 	return *seq, nil

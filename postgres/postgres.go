@@ -18,10 +18,9 @@ import (
 type Store struct {
 	pool   *pgxpool.Pool
 	schema string // where this installation's tables live: the first entry of search_path
-	// writer admits one Update of this process at a time, so writers queue here rather
-	// than each holding a pooled connection while waiting for the database's writer lock,
-	// which would leave none for Views.
-	writer chan struct{}
+	// writers admits the pool's connections but readConns to Updates, so writers waiting
+	// for a lock never take every connection away from Views.
+	writers chan struct{}
 }
 
 var _ climate.Store = (*Store)(nil)
@@ -39,7 +38,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	s := &Store{pool: pool, schema: schema, writer: make(chan struct{}, 1)}
+	s := &Store{pool: pool, schema: schema, writers: make(chan struct{}, max(1, int(cfg.MaxConns)-readConns))}
 	if s.schema == "" {
 		// No search_path given: the server's default decides, as for any client.
 		var cur *string
@@ -60,12 +59,23 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	return s, nil
 }
 
+// defaultMaxConns is the pool's size when the URL sets no pool_max_conns: enough for
+// concurrent writers, which now run side by side, and few enough that three replicas stay
+// well under PostgreSQL's default max_connections (100).
+const defaultMaxConns = 24
+
+// readConns is how many of the pool's connections are kept from writers for Views.
+const readConns = 4
+
 // parseConfig parses dsn and returns the schema named first in its search_path ("" when
 // there is none), with public appended to the path.
 func parseConfig(dsn string) (*pgxpool.Config, string, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, "", fmt.Errorf("postgres: %w", err) // pgx redacts the password
+	}
+	if !strings.Contains(dsn, "pool_max_conns") {
+		cfg.MaxConns = defaultMaxConns
 	}
 	path, ok := cfg.ConnConfig.RuntimeParams["search_path"]
 	if !ok || strings.TrimSpace(path) == "" {
@@ -121,8 +131,9 @@ func (s *Store) View(ctx context.Context, fn func(climate.Tx) error) error {
 	return fn(&tx{q: pgTx})
 }
 
-// Update runs fn in a write transaction that first locks the allocation_revision row: write
-// transactions are serialized across every process sharing the schema (see doc.go).
+// Update runs fn in a write transaction. Writers run side by side: they serialize only on
+// the resources whose allocations they read to re-check (ListAllocations), and, for the
+// instant of the commit, on the allocation revision (see doc.go).
 func (s *Store) Update(ctx context.Context, fn func(climate.Tx) error) error {
 	return s.write(ctx, func(t *tx) error { return fn(t) })
 }
@@ -130,8 +141,8 @@ func (s *Store) Update(ctx context.Context, fn func(climate.Tx) error) error {
 // write is Update for the store's own maintenance writes.
 func (s *Store) write(ctx context.Context, fn func(*tx) error) error {
 	select {
-	case s.writer <- struct{}{}:
-		defer func() { <-s.writer }()
+	case s.writers <- struct{}{}:
+		defer func() { <-s.writers }()
 	case <-ctx.Done():
 		return dbError(ctx.Err())
 	}
@@ -140,13 +151,11 @@ func (s *Store) write(ctx context.Context, fn func(*tx) error) error {
 		return dbError(err)
 	}
 	defer rollback(ctx, pgTx)
-	if _, err := pgTx.Exec(ctx, `SELECT 1 FROM meta WHERE key = 'allocation_revision' FOR UPDATE`); err != nil {
-		return dbError(err)
-	}
-	if err := fn(&tx{q: pgTx, write: true}); err != nil {
+	if err := fn(&tx{q: pgTx, write: true, schema: s.schema}); err != nil {
 		return err
 	}
-	// Deferred constraints (the exclusion constraints) are checked here.
+	// Deferred constraints (the exclusion constraints) are checked here, and the
+	// allocation log's entries get their revisions.
 	return dbError(pgTx.Commit(ctx))
 }
 
@@ -160,8 +169,9 @@ func rollback(ctx context.Context, pgTx pgx.Tx) {
 
 // tx implements climate.Tx and climate.AllocationLog over one transaction.
 type tx struct {
-	q     pgx.Tx
-	write bool
+	q      pgx.Tx
+	write  bool
+	schema string // keys this installation's resource locks (lockResources)
 }
 
 var (

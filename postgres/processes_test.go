@@ -13,8 +13,9 @@ import (
 )
 
 // Two Stores on one schema stand for two replicas: check-then-insert must still be atomic,
-// because Update serializes writers across processes (not only the exclusion constraint:
-// here every loser must fail its own re-check, before writing anything).
+// because a write transaction's re-check locks the resource it reads until commit, across
+// processes (not only the exclusion constraint: here every loser must fail its own
+// re-check, before writing anything).
 func TestTwoReplicasSerializeWriters(t *testing.T) {
 	dsn := TestDSN(t)
 	a, b := open(t, dsn), open(t, dsn)
@@ -65,15 +66,29 @@ func TestTwoReplicasSerializeWriters(t *testing.T) {
 	}
 }
 
-// A writer waiting for the writer lock gives up when its context ends, and writes nothing.
+// recheck reads host's allocations over [t0, t0+1h) as a write transaction's re-check
+// does, which locks host until commit.
+func recheck(ctx context.Context, tx climate.Tx, host string) error {
+	_, err := tx.ListAllocations(ctx, climate.AllocationFilter{ResourceIDs: []string{host}, From: t0, To: t0.Add(time.Hour)})
+	return err
+}
+
+// A writer waiting for another's resource lock gives up when its context ends, and
+// writes nothing.
 func TestUpdateWaitingForTheLockIsCancellable(t *testing.T) {
 	dsn := TestDSN(t)
 	app := "climate-waiter-" + randomHex(4)
 	a, b := open(t, dsn), open(t, dsn+"&application_name="+app)
 	holding, release := make(chan struct{}), make(chan struct{})
+	var releaseOnce sync.Once
+	releaseHeld := func() { releaseOnce.Do(func() { close(release) }) }
+	defer releaseHeld() // a failed check must not leave the held writer waiting
 	done := make(chan error, 1)
 	go func() {
-		done <- a.Update(ctx, func(climate.Tx) error {
+		done <- a.Update(ctx, func(tx climate.Tx) error {
+			if err := recheck(ctx, tx, "h1"); err != nil {
+				return err
+			}
 			close(holding)
 			<-release
 			return nil
@@ -84,6 +99,9 @@ func TestUpdateWaitingForTheLockIsCancellable(t *testing.T) {
 	waited := make(chan error, 1)
 	go func() {
 		waited <- b.Update(cctx, func(tx climate.Tx) error {
+			if err := recheck(cctx, tx, "h1"); err != nil {
+				return err
+			}
 			return tx.InsertLease(cctx, testLease("l", t0, t0.Add(time.Hour), "h1"))
 		})
 	}()
@@ -105,7 +123,7 @@ func TestUpdateWaitingForTheLockIsCancellable(t *testing.T) {
 			}
 		}
 	}
-	waitFor(1, "b queued for the writer lock")
+	waitFor(1, "b queued for h1's lock")
 	cancel()
 	select {
 	case err := <-waited:
@@ -113,12 +131,12 @@ func TestUpdateWaitingForTheLockIsCancellable(t *testing.T) {
 			t.Error("cancelled Update: no error")
 		}
 	case <-time.After(30 * time.Second):
-		t.Fatal("cancelled Update still waiting for the writer lock")
+		t.Fatal("cancelled Update still waiting for h1's lock")
 	}
 	// The server ended the wait too (pgx cancels the statement of a connection it drops):
 	// b left the queue while a still holds the lock.
 	waitFor(0, "b's cancelled wait ended on the server")
-	close(release)
+	releaseHeld()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -128,6 +146,70 @@ func TestUpdateWaitingForTheLockIsCancellable(t *testing.T) {
 	})
 	if climate.ErrorCode(err) != climate.CodeNotFound {
 		t.Errorf("lease of the cancelled Update: %v; want not found", err)
+	}
+}
+
+// Nothing global serializes writers: while one holds host A from its re-check on (its
+// transaction open), another books host B, commits, and its changes are in the log at
+// once; the first then commits after it, and the log lists each transaction's changes
+// together, in commit order, with revisions that leave no gap.
+func TestWritersOnOtherResourcesDoNotWait(t *testing.T) {
+	s := open(t, TestDSN(t))
+	holding, release := make(chan struct{}), make(chan struct{})
+	var releaseOnce sync.Once
+	releaseHeld := func() { releaseOnce.Do(func() { close(release) }) }
+	defer releaseHeld() // a failed check must not leave the held writer waiting
+	first := make(chan error, 1)
+	go func() {
+		first <- s.Update(ctx, func(tx climate.Tx) error {
+			if err := recheck(ctx, tx, "A"); err != nil {
+				return err
+			}
+			if err := tx.InsertLease(ctx, testLease("la", t0, t0.Add(time.Hour), "A")); err != nil {
+				return err
+			}
+			close(holding)
+			<-release
+			return nil
+		})
+	}()
+	<-holding
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second) // a broken store waits for the first
+	defer cancel()
+	err := s.Update(wctx, func(tx climate.Tx) error {
+		if err := recheck(wctx, tx, "B"); err != nil {
+			return err
+		}
+		return tx.InsertLease(wctx, testLease("lb", t0, t0.Add(time.Hour), "B"))
+	})
+	if err != nil {
+		t.Fatalf("writer on B while A is held: %v", err)
+	}
+	changes := func() []climate.AllocationChange {
+		var out []climate.AllocationChange
+		if err := s.View(ctx, func(tx climate.Tx) error {
+			var err error
+			out, _, err = tx.(climate.AllocationLog).AllocationChanges(ctx, 0)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	if got := changes(); len(got) != 1 || got[0].Allocation.LeaseID != "lb" || got[0].Revision != 1 {
+		t.Fatalf("log with A's writer still open: %+v, want lb's allocation at revision 1", got)
+	}
+	releaseHeld()
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	got := changes()
+	if len(got) != 2 || got[1].Allocation.LeaseID != "la" || got[1].Revision != 2 {
+		t.Fatalf("log: %+v, want lb's allocation at revision 1, then la's at 2", got)
+	}
+	var rev int64
+	if err := s.View(ctx, func(tx climate.Tx) (err error) { rev, err = tx.AllocationRevision(ctx); return err }); err != nil || rev != 2 {
+		t.Fatalf("allocation revision %d (%v), want 2", rev, err)
 	}
 }
 

@@ -95,19 +95,26 @@ func (t *tx) PutUsage(ctx context.Context, rs []climate.UsageRecord) error {
 	return dbError(t.q.SendBatch(ctx, b).Close())
 }
 
-// ChargeProject adds to the project's charge and open leases and returns the new
-// totals; the row stays locked until the transaction ends.
-func (t *tx) ChargeProject(ctx context.Context, project string, d climate.ProjectCharge) (climate.ProjectCharge, error) {
+// ChargeProject adds d to the project's totals. With totals it folds the project's
+// deltas and d into its project_charges row, which stays locked until the transaction
+// ends, and returns the row; without, it appends d to project_charge_deltas, which
+// locks nothing (doc.go, "Concurrent writers").
+func (t *tx) ChargeProject(ctx context.Context, project string, d climate.ProjectCharge, totals bool) (climate.ProjectCharge, error) {
 	var c climate.ProjectCharge
 	if err := t.writable(); err != nil {
 		return c, err
 	}
-	err := t.q.QueryRow(ctx, `INSERT INTO project_charges (project_id, `+chargeColumns+`) VALUES ($1, $2, $3, $4, $5, $6)
-		ON CONFLICT (project_id) DO UPDATE SET charged = project_charges.charged + excluded.charged,
-			open_leases = project_charges.open_leases + excluded.open_leases,
-			open_hosts = project_charges.open_hosts + excluded.open_hosts,
-			open_vcpus = project_charges.open_vcpus + excluded.open_vcpus,
-			open_floatingips = project_charges.open_floatingips + excluded.open_floatingips
+	if !totals {
+		_, err := t.q.Exec(ctx, `INSERT INTO project_charge_deltas (project_id, `+chargeColumns+`) VALUES ($1, $2, $3, $4, $5, $6)`,
+			project, d.Charged, d.OpenLeases, d.OpenHosts, d.OpenVCPUs, d.OpenFloatingIPs)
+		return c, dbError(err)
+	}
+	err := t.q.QueryRow(ctx, `WITH folded AS (
+			DELETE FROM project_charge_deltas WHERE project_id = $1 RETURNING `+chargeColumns+`)
+		INSERT INTO project_charges (project_id, `+chargeColumns+`)
+			SELECT $1, $2 + coalesce(sum(charged), 0), $3 + coalesce(sum(open_leases), 0), $4 + coalesce(sum(open_hosts), 0),
+				$5 + coalesce(sum(open_vcpus), 0), $6 + coalesce(sum(open_floatingips), 0) FROM folded
+		ON CONFLICT (project_id) DO UPDATE SET `+addCharges+`
 		RETURNING `+chargeColumns, project, d.Charged, d.OpenLeases, d.OpenHosts, d.OpenVCPUs, d.OpenFloatingIPs).
 		Scan(&c.Charged, &c.OpenLeases, &c.OpenHosts, &c.OpenVCPUs, &c.OpenFloatingIPs)
 	return c, dbError(err)
@@ -115,19 +122,61 @@ func (t *tx) ChargeProject(ctx context.Context, project string, d climate.Projec
 
 const chargeColumns = `charged, open_leases, open_hosts, open_vcpus, open_floatingips`
 
-// ProjectCharged returns the project's charge and open leases.
+// addCharges adds an upsert's excluded row to the existing one.
+const addCharges = `charged = project_charges.charged + excluded.charged,
+	open_leases = project_charges.open_leases + excluded.open_leases,
+	open_hosts = project_charges.open_hosts + excluded.open_hosts,
+	open_vcpus = project_charges.open_vcpus + excluded.open_vcpus,
+	open_floatingips = project_charges.open_floatingips + excluded.open_floatingips`
+
+// ProjectCharged returns the project's totals: its row plus its deltas.
 func (t *tx) ProjectCharged(ctx context.Context, project string) (climate.ProjectCharge, error) {
 	var c climate.ProjectCharge
-	err := t.q.QueryRow(ctx, `SELECT `+chargeColumns+` FROM project_charges WHERE project_id = $1`, project).
+	err := t.q.QueryRow(ctx, `SELECT coalesce(sum(charged), 0), coalesce(sum(open_leases), 0), coalesce(sum(open_hosts), 0),
+			coalesce(sum(open_vcpus), 0), coalesce(sum(open_floatingips), 0)
+		FROM (SELECT `+chargeColumns+` FROM project_charges WHERE project_id = $1
+			UNION ALL SELECT `+chargeColumns+` FROM project_charge_deltas WHERE project_id = $1) AS parts`, project).
 		Scan(&c.Charged, &c.OpenLeases, &c.OpenHosts, &c.OpenVCPUs, &c.OpenFloatingIPs)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return c, nil
-	}
 	return c, dbError(err)
+}
+
+// FoldProjectCharges folds every project's deltas into its project_charges row, so that
+// totals stay one row and a few deltas to read; the leader runs it now and then. It
+// returns how many deltas it folded.
+func (s *Store) FoldProjectCharges(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.write(ctx, func(t *tx) error {
+		return dbError(t.q.QueryRow(ctx, `WITH folded AS (
+				DELETE FROM project_charge_deltas RETURNING project_id, `+chargeColumns+`),
+			upserted AS (
+				INSERT INTO project_charges (project_id, `+chargeColumns+`)
+					SELECT project_id, sum(charged), sum(open_leases), sum(open_hosts), sum(open_vcpus), sum(open_floatingips)
+					FROM folded GROUP BY project_id
+				ON CONFLICT (project_id) DO UPDATE SET `+addCharges+`)
+			SELECT count(*) FROM folded`).Scan(&n))
+	})
+	return n, err
+}
+
+// lockProject takes the project's transaction-scoped advisory lock, shared or not. A
+// write transaction that reads a project's limits holds it shared, and one that sets
+// them holds it alone, so limits never change under a charge that read them.
+func (t *tx) lockProject(ctx context.Context, project string, exclusive bool) error {
+	fn := "pg_advisory_xact_lock_shared"
+	if exclusive {
+		fn = "pg_advisory_xact_lock"
+	}
+	_, err := t.q.Exec(ctx, `SELECT `+fn+`(hashtextextended($1 || $2, 0))`, t.schema+"/project/", project)
+	return dbError(err)
 }
 
 // GetProjectLimits returns the project's limits, if it has any.
 func (t *tx) GetProjectLimits(ctx context.Context, project string) (*climate.ProjectLimits, bool, error) {
+	if t.write {
+		if err := t.lockProject(ctx, project, false); err != nil {
+			return nil, false, err
+		}
+	}
 	var doc string
 	var updated time.Time
 	err := t.q.QueryRow(ctx, `SELECT limits_json, updated_at FROM project_limits WHERE project_id = $1`, project).Scan(&doc, &updated)
@@ -148,6 +197,9 @@ func (t *tx) PutProjectLimits(ctx context.Context, l *climate.ProjectLimits) err
 	}
 	doc, err := climate.EncodeLimits(l)
 	if err != nil {
+		return err
+	}
+	if err := t.lockProject(ctx, l.ProjectID, true); err != nil {
 		return err
 	}
 	_, err = t.q.Exec(ctx, `INSERT INTO project_limits (project_id, limits_json, updated_at) VALUES ($1, $2, $3)

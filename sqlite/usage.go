@@ -96,7 +96,8 @@ func (t *tx) PutUsage(ctx context.Context, rs []climate.UsageRecord) error {
 }
 
 // ChargeProject adds to the project's charge and open leases and returns the new totals.
-func (t *tx) ChargeProject(ctx context.Context, project string, d climate.ProjectCharge) (climate.ProjectCharge, error) {
+// One writer: the totals are always exact, so they are always returned.
+func (t *tx) ChargeProject(ctx context.Context, project string, d climate.ProjectCharge, _ bool) (climate.ProjectCharge, error) {
 	var c climate.ProjectCharge
 	if err := t.writable(); err != nil {
 		return c, err

@@ -17,10 +17,12 @@ func testOutbox(t *testing.T, s climate.Store) {
 		n := &climate.Notification{ID: fmt.Sprintf("n%d", i), EventType: climate.NotifyLeaseCreate, LeaseID: "L1",
 			ProjectID: "p", Payload: []byte(`{"lease_id": "L1", "x": "é\u0000"}`), Error: "boom", CreatedAt: t0}
 		update(t, s, func(tx climate.Tx) error { return tx.AddNotification(ctx, n) })
-		if n.Seq <= 0 || (len(seqs) > 0 && n.Seq <= seqs[len(seqs)-1]) {
-			t.Fatalf("notification %d: Seq %d after %v", i, n.Seq, seqs)
+		var last int64 // the Seq is given by commit time, in commit order
+		view(t, s, func(tx climate.Tx) (err error) { last, err = tx.LastNotificationSeq(ctx); return err })
+		if last <= 0 || (len(seqs) > 0 && last <= seqs[len(seqs)-1]) {
+			t.Fatalf("notification %d: Seq %d after %v", i, last, seqs)
 		}
-		seqs = append(seqs, n.Seq)
+		seqs = append(seqs, last)
 	}
 	errRollback := errors.New("roll back")
 	err := s.Update(ctx, func(tx climate.Tx) error {

@@ -75,16 +75,34 @@ func testUsage(t *testing.T, s climate.Store) {
 	// Charges.
 	var total climate.ProjectCharge
 	update(t, s, func(tx climate.Tx) error {
-		if _, err := tx.ChargeProject(ctx, "p1", climate.ProjectCharge{Charged: 10, OpenLeases: 1, OpenHosts: 3, OpenVCPUs: 8, OpenFloatingIPs: 1}); err != nil {
+		if _, err := tx.ChargeProject(ctx, "p1", climate.ProjectCharge{Charged: 10, OpenLeases: 1, OpenHosts: 3, OpenVCPUs: 8, OpenFloatingIPs: 1}, false); err != nil {
 			return err
 		}
 		var err error
-		total, err = tx.ChargeProject(ctx, "p1", climate.ProjectCharge{Charged: -2.5, OpenLeases: 1, OpenHosts: -1, OpenVCPUs: 4})
+		total, err = tx.ChargeProject(ctx, "p1", climate.ProjectCharge{Charged: -2.5, OpenLeases: 1, OpenHosts: -1, OpenVCPUs: 4}, true)
 		return err
 	})
 	want := climate.ProjectCharge{Charged: 7.5, OpenLeases: 2, OpenHosts: 2, OpenVCPUs: 12, OpenFloatingIPs: 1}
 	if total != want {
 		t.Errorf("charged %+v, want %+v", total, want)
+	}
+	// A charge nobody checks (it may only be recorded) counts in the totals read after it,
+	// and in those a later checked charge returns.
+	update(t, s, func(tx climate.Tx) error {
+		_, err := tx.ChargeProject(ctx, "p1", climate.ProjectCharge{Charged: 1, OpenLeases: 1, OpenHosts: 1}, false)
+		return err
+	})
+	var mid climate.ProjectCharge
+	view(t, s, func(tx climate.Tx) (err error) { mid, err = tx.ProjectCharged(ctx, "p1"); return err })
+	if w := (climate.ProjectCharge{Charged: 8.5, OpenLeases: 3, OpenHosts: 3, OpenVCPUs: 12, OpenFloatingIPs: 1}); mid != w {
+		t.Errorf("after an unchecked charge: %+v, want %+v", mid, w)
+	}
+	update(t, s, func(tx climate.Tx) (err error) {
+		total, err = tx.ChargeProject(ctx, "p1", climate.ProjectCharge{Charged: -1, OpenLeases: -1, OpenHosts: -1}, true)
+		return err
+	})
+	if total != want {
+		t.Errorf("checked charge after an unchecked one: %+v, want %+v", total, want)
 	}
 	view(t, s, func(tx climate.Tx) error {
 		for p, want := range map[string]climate.ProjectCharge{"p1": want, "p2": {}} {

@@ -27,7 +27,7 @@ func Class(resourceType string, a *climate.Allocation) (class string, units int)
 // Charge is what a Sync changed in the project's charge.
 type Charge struct {
 	// Delta is the change of the project's charge; Project its totals after it (only
-	// read when the lease's records changed).
+	// read when the lease's records changed and the caller checks limits).
 	Delta   float64
 	Project climate.ProjectCharge
 	// Rate is what the lease's open records cost per hour; LeaseCost what all its
@@ -59,7 +59,7 @@ const (
 // The project's prices are read only when an allocation is new (its rate is fixed then).
 func Sync(ctx context.Context, tx climate.Tx, l *climate.Lease, change Change, now time.Time) (Charge, error) {
 	var prices *climate.Prices
-	return syncRecords(ctx, tx, l, change, now, func() (climate.Prices, error) {
+	return syncRecords(ctx, tx, l, change, now, false, func() (climate.Prices, error) {
 		if prices == nil {
 			lim, ok, err := tx.GetProjectLimits(ctx, l.ProjectID)
 			if err != nil {
@@ -74,16 +74,17 @@ func Sync(ctx context.Context, tx climate.Tx, l *climate.Lease, change Change, n
 	})
 }
 
-// SyncPriced is Sync for a caller that has read the project's limits (nil: none).
-func SyncPriced(ctx context.Context, tx climate.Tx, l *climate.Lease, change Change, now time.Time, limits *climate.ProjectLimits) (Charge, error) {
+// SyncPriced is Sync for a caller that has read the project's limits (nil: none) and,
+// with check, checks them on the project's totals after the change (Charge.Project).
+func SyncPriced(ctx context.Context, tx climate.Tx, l *climate.Lease, change Change, now time.Time, limits *climate.ProjectLimits, check bool) (Charge, error) {
 	var prices climate.Prices
 	if limits != nil {
 		prices = limits.Prices
 	}
-	return syncRecords(ctx, tx, l, change, now, func() (climate.Prices, error) { return prices, nil })
+	return syncRecords(ctx, tx, l, change, now, check, func() (climate.Prices, error) { return prices, nil })
 }
 
-func syncRecords(ctx context.Context, tx climate.Tx, l *climate.Lease, change Change, now time.Time, pricesOf func() (climate.Prices, error)) (Charge, error) {
+func syncRecords(ctx context.Context, tx climate.Tx, l *climate.Lease, change Change, now time.Time, totals bool, pricesOf func() (climate.Prices, error)) (Charge, error) {
 	var c Charge
 	var err error
 	var old []climate.UsageRecord
@@ -178,7 +179,7 @@ func syncRecords(ctx context.Context, tx climate.Tx, l *climate.Lease, change Ch
 		d.OpenLeases = -1
 	}
 	c.Delta = d.Charged
-	c.Project, err = tx.ChargeProject(ctx, l.ProjectID, d)
+	c.Project, err = tx.ChargeProject(ctx, l.ProjectID, d, totals)
 	return c, err
 }
 

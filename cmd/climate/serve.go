@@ -644,14 +644,18 @@ func maintainPostgres(ctx context.Context, pg *postgres.Store, log *slog.Logger)
 	}
 }
 
-// maintainOnce prunes the allocation log if holder leads (taking the lead when free); it
-// reports whether it did. The lead outlives a few missed rounds.
+// maintainOnce prunes the allocation log and folds the projects' charge deltas if holder
+// leads (taking the lead when free); it reports whether it did. The lead outlives a few
+// missed rounds.
 func maintainOnce(ctx context.Context, pg *postgres.Store, holder string) (bool, error) {
 	lead, err := pg.TryLead(ctx, "maintenance", holder, 3*maintenanceInterval)
 	if err != nil || !lead {
 		return false, err
 	}
 	_, err = pg.PruneAllocationLog(ctx, allocationLogKept)
+	if err == nil {
+		_, err = pg.FoldProjectCharges(ctx)
+	}
 	return true, err
 }
 
