@@ -88,7 +88,7 @@ func (m *Manager) windows(l *climate.Lease, v *resource.View, after, deadline ti
 	ends = slices.CompactFunc(ends, time.Time.Equal)
 	fits := func(t time.Time) (bool, error) {
 		l.Start, l.End = t, t.Add(d)
-		_, err := m.planLease(l, nil, v, 0)
+		_, err := m.planLease(l, nil, v, 0, nil)
 		if climate.ErrorCode(err) == climate.CodeConflict {
 			return false, nil
 		}

@@ -289,7 +289,7 @@ func (m *Manager) planAndCommit(ctx context.Context, l, prev *climate.Lease, opt
 			if attempt > 0 || m.committing.Load() > 0 { // lost a race, or others are committing: look elsewhere than they do
 				rotate = rand.IntN(1 << 30)
 			}
-			chosen, err = m.planLease(l, prev, a, rotate)
+			chosen, err = m.planLease(l, prev, a, rotate, m.inFlight.allocations())
 			if err == nil && l.Preemptible {
 				m.shapePreemptible(l, askedEnd, now)
 				chosen = allocationsOf(l)
@@ -303,6 +303,7 @@ func (m *Manager) planAndCommit(ctx context.Context, l, prev *climate.Lease, opt
 		if err != nil || opts.dryRun {
 			return err
 		}
+		done := m.inFlight.add(chosen)
 		err = m.commitChange(ctx, func(tx climate.Tx) error {
 			// The chosen resources' allocations are read first: a store whose writers run
 			// side by side (PostgreSQL) locks the resources there, so the inventory read
@@ -338,6 +339,7 @@ func (m *Manager) planAndCommit(ctx context.Context, l, prev *climate.Lease, opt
 			return m.writeCuts(ctx, tx, l, cutLeases, now)
 		}, func() []climate.Allocation { return append(allocationsOf(prev), cutRemoved...) },
 			func() []climate.Allocation { return append(allocationsOf(l), cutAdded...) })
+		done()
 		if !errors.Is(err, climate.ErrConflictRetry) {
 			return err
 		}
@@ -347,8 +349,10 @@ func (m *Manager) planAndCommit(ctx context.Context, l, prev *climate.Lease, opt
 }
 
 // planLease fills in the allocations of l's reservations, each planned by its type on the
-// same view (each seeing what the earlier ones were given), and returns them all.
-func (m *Manager) planLease(l, prev *climate.Lease, v *resource.View, rotate int) ([]climate.Allocation, error) {
+// same view (each seeing what the earlier ones were given), and returns them all. Host
+// reservations avoid the hosts of avoid (what concurrent commits are writing) when they
+// can do without them.
+func (m *Manager) planLease(l, prev *climate.Lease, v *resource.View, rotate int, avoid []climate.Allocation) ([]climate.Allocation, error) {
 	current := map[string][]climate.Allocation{}
 	for _, a := range allocationsOf(prev) {
 		current[a.ReservationID] = append(current[a.ReservationID], a)
@@ -370,7 +374,13 @@ func (m *Manager) planLease(l, prev *climate.Lease, v *resource.View, rotate int
 				return m.planShortened(t, v, l, r, had, planned, rotate)
 			}
 		}
-		chosen, err := planFn(v, l, r, had, all, rotate)
+		var chosen []climate.Allocation
+		if len(avoid) > 0 && r.ResourceType == climate.ResourceTypeHost {
+			chosen, err = planFn(v, l, r, had, append(avoid[:len(avoid):len(avoid)], all...), rotate)
+		}
+		if chosen == nil {
+			chosen, err = planFn(v, l, r, had, all, rotate)
+		}
 		if err != nil {
 			return nil, err
 		}

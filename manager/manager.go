@@ -37,6 +37,8 @@ type Manager struct {
 	// starts its scan of equally good hosts at a random offset, so concurrent requests do
 	// not all choose, lock and then lose the same hosts.
 	committing atomic.Int64
+	// inFlight is what those commits are writing (planLease's avoid).
+	inFlight inFlight
 	// rebuilds and catchUps count how the view was refreshed (for tests and benchmarks).
 	rebuilds, catchUps atomic.Int64
 	// retryWake wakes RunRetries (WakeRetries): capacity may have freed.
@@ -172,4 +174,44 @@ func (m *Manager) flavor(ctx context.Context, id string) (*climate.Flavor, error
 		return err
 	})
 	return f, err
+}
+
+// inFlight lists the allocations this manager's commits in flight are writing, so that
+// planning steers concurrent requests to other hosts: on the same hosts they would only
+// wait for each other's locks (PostgreSQL) and then lose the re-check.
+type inFlight struct {
+	mu     sync.Mutex
+	next   int
+	allocs map[int][]climate.Allocation
+}
+
+// add records allocs until the returned done is called.
+func (f *inFlight) add(allocs []climate.Allocation) (done func()) {
+	if len(allocs) == 0 {
+		return func() {}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.allocs == nil {
+		f.allocs = map[int][]climate.Allocation{}
+	}
+	f.next++
+	id := f.next
+	f.allocs[id] = allocs
+	return func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		delete(f.allocs, id)
+	}
+}
+
+// allocations returns what is in flight now.
+func (f *inFlight) allocations() []climate.Allocation {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []climate.Allocation
+	for _, a := range f.allocs {
+		out = append(out, a...)
+	}
+	return out
 }

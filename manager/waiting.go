@@ -243,9 +243,9 @@ func (m *Manager) RetryWaiting(ctx context.Context) (int, error) {
 // ahead: it then starts then, if that is before its retry_until.
 func (m *Manager) hunt(v *resource.View, w *climate.Lease, now time.Time) (time.Time, error) {
 	start := climate.Later(w.Start, now)
-	_, err := m.planLease(windowed(w, start, now), nil, v, 0)
+	_, err := m.planLease(windowed(w, start, now), nil, v, 0, nil)
 	if climate.ErrorCode(err) == climate.CodeConflict && w.Type == climate.LeaseBestEffort && start.Before(v.ReclaimFrom) && v.ReclaimFrom.Before(w.RetryUntil) {
-		if _, herr := m.planLease(windowed(w, v.ReclaimFrom, now), nil, v, 0); herr == nil {
+		if _, herr := m.planLease(windowed(w, v.ReclaimFrom, now), nil, v, 0, nil); herr == nil {
 			return v.ReclaimFrom, nil
 		}
 	}

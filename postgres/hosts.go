@@ -177,8 +177,8 @@ func (t *tx) UpdateHost(ctx context.Context, h *climate.Host) error {
 	if err := t.writable(); err != nil {
 		return err
 	}
-	// Checked first, so the transaction stays usable; writers are serialized, so the
-	// answer holds until commit.
+	// Checked first, so the transaction stays usable; a concurrent writer taking the same
+	// name meanwhile is caught by the unique constraint below.
 	var taken bool
 	if err := t.q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM hosts WHERE hypervisor_hostname = $1 AND id <> $2)`,
 		h.HypervisorHostname, h.ID).Scan(&taken); err != nil {

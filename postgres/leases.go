@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"climate"
 )
@@ -208,39 +209,45 @@ func (t *tx) InsertLease(ctx context.Context, l *climate.Lease) error {
 	if err := t.writable(); err != nil {
 		return err
 	}
-	// ON CONFLICT DO NOTHING reports a duplicate without aborting the transaction, as the
-	// SQLite store leaves it usable.
-	tag, err := t.q.Exec(ctx, `INSERT INTO leases (id, name, user_id, project_id, trust_id, start_at, end_at, status, degraded, created_at, updated_at,
+	// One round trip for the lease and all its children (a pgx batch; the first error
+	// stops it). ON CONFLICT DO NOTHING reports a duplicate without aborting the
+	// transaction, as the SQLite store leaves it usable.
+	b := &pgx.Batch{}
+	b.Queue(`INSERT INTO leases (id, name, user_id, project_id, trust_id, start_at, end_at, status, degraded, created_at, updated_at,
 		lease_type, retry_until, priority, max_retries, retries, preemptible, on_preempt)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) ON CONFLICT (id) DO NOTHING`,
 		l.ID, l.Name, l.UserID, l.ProjectID, l.TrustID, ts(l.Start), ts(l.End), l.Status, l.Degraded, ts(l.CreatedAt), nullTS(l.UpdatedAt),
-		l.Type, nullTS(l.RetryUntil), l.Priority, l.MaxRetries, l.Retries, l.Preemptible, l.OnPreempt)
-	if err != nil {
-		return dbError(err)
-	}
-	if tag.RowsAffected() == 0 {
-		return climate.Errorf(climate.CodeConflict, "Lease %s already exists", l.ID)
-	}
+		l.Type, nullTS(l.RetryUntil), l.Priority, l.MaxRetries, l.Retries, l.Preemptible, l.OnPreempt).Exec(inserted("Lease", l.ID))
 	for _, r := range l.Reservations {
-		if err := t.insertReservation(ctx, l.ID, r); err != nil {
-			return err
-		}
+		queueReservation(b, l.ID, r)
 		for _, a := range r.Allocations {
-			if err := t.insertAllocation(ctx, l.ID, r.ID, a); err != nil {
-				return err
-			}
+			queueAllocation(b, l.ID, r.ID, a)
 		}
 	}
 	for _, e := range l.Events {
-		if err := t.insertEvent(ctx, l.ID, e); err != nil {
-			return err
-		}
+		queueEvent(b, l.ID, e)
 	}
-	return nil
+	return t.send(ctx, b)
 }
 
-func (t *tx) insertReservation(ctx context.Context, leaseID string, r climate.Reservation) error {
-	tag, err := t.q.Exec(ctx, `INSERT INTO reservations (id, lease_id, resource_type, status, min_count, max_count,
+// send runs a batch and returns its first error (a callback's included).
+func (t *tx) send(ctx context.Context, b *pgx.Batch) error {
+	return dbError(t.q.SendBatch(ctx, b).Close())
+}
+
+// inserted is the callback of an INSERT … ON CONFLICT DO NOTHING: no row means the id
+// was taken.
+func inserted(what, id string) func(pgconn.CommandTag) error {
+	return func(tag pgconn.CommandTag) error {
+		if tag.RowsAffected() == 0 {
+			return climate.Errorf(climate.CodeConflict, "%s %s already exists", what, id)
+		}
+		return nil
+	}
+}
+
+func queueReservation(b *pgx.Batch, leaseID string, r climate.Reservation) {
+	b.Queue(`INSERT INTO reservations (id, lease_id, resource_type, status, min_count, max_count,
 		hypervisor_properties, resource_properties, before_end, network_id, amount, required_floatingips,
 		vcpus, memory_mb, disk_gb, affinity, server_group_id,
 		missing_resources, resources_changed, created_at, updated_at)
@@ -249,43 +256,22 @@ func (t *tx) insertReservation(ctx context.Context, leaseID string, r climate.Re
 		r.ID, leaseID, r.ResourceType, r.Status, r.Min, r.Max, r.HypervisorProperties, r.ResourceProperties, r.BeforeEnd,
 		r.NetworkID, r.Amount, encodeAddresses(r.RequiredFloatingIPs),
 		r.Size.VCPUs, r.Size.MemoryMB, r.Size.DiskGB, r.Affinity, r.ServerGroupID,
-		r.MissingResources, r.ResourcesChanged, ts(r.CreatedAt), nullTS(r.UpdatedAt))
-	if err != nil {
-		return dbError(err)
-	}
-	if tag.RowsAffected() == 0 {
-		return climate.Errorf(climate.CodeConflict, "Reservation %s already exists", r.ID)
-	}
-	return nil
+		r.MissingResources, r.ResourcesChanged, ts(r.CreatedAt), nullTS(r.UpdatedAt)).Exec(inserted("Reservation", r.ID))
 }
 
-// insertAllocation names its conflict target: ON CONFLICT without one would make the
+// queueAllocation names its conflict target: ON CONFLICT without one would make the
 // deferred exclusion constraints arbiters, which PostgreSQL refuses.
-func (t *tx) insertAllocation(ctx context.Context, leaseID, reservationID string, a climate.Allocation) error {
-	tag, err := t.q.Exec(ctx, `INSERT INTO allocations (`+allocationColumns+`)
+func queueAllocation(b *pgx.Batch, leaseID, reservationID string, a climate.Allocation) {
+	b.Queue(`INSERT INTO allocations (`+allocationColumns+`)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (id) DO NOTHING`,
 		a.ID, reservationID, leaseID, a.ResourceID, ts(a.Start), ts(a.End),
-		a.Slots, a.Size.VCPUs, a.Size.MemoryMB, a.Size.DiskGB, a.Preemptible)
-	if err != nil {
-		return dbError(err)
-	}
-	if tag.RowsAffected() == 0 {
-		return climate.Errorf(climate.CodeConflict, "Allocation %s already exists", a.ID)
-	}
-	return nil
+		a.Slots, a.Size.VCPUs, a.Size.MemoryMB, a.Size.DiskGB, a.Preemptible).Exec(inserted("Allocation", a.ID))
 }
 
-func (t *tx) insertEvent(ctx context.Context, leaseID string, e climate.Event) error {
-	tag, err := t.q.Exec(ctx, `INSERT INTO events (id, lease_id, event_type, time, status, created_at, updated_at)
+func queueEvent(b *pgx.Batch, leaseID string, e climate.Event) {
+	b.Queue(`INSERT INTO events (id, lease_id, event_type, time, status, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING`,
-		e.ID, leaseID, e.Type, ts(e.Time), e.Status, ts(e.CreatedAt), nullTS(e.UpdatedAt))
-	if err != nil {
-		return dbError(err)
-	}
-	if tag.RowsAffected() == 0 {
-		return climate.Errorf(climate.CodeConflict, "Event %s already exists", e.ID)
-	}
-	return nil
+		e.ID, leaseID, e.Type, ts(e.Time), e.Status, ts(e.CreatedAt), nullTS(e.UpdatedAt)).Exec(inserted("Event", e.ID))
 }
 
 // UpdateLease writes the lease row and syncs its children by id. It compares l with what
@@ -299,14 +285,14 @@ func (t *tx) UpdateLease(ctx context.Context, l *climate.Lease) error {
 	if err != nil {
 		return err
 	}
-	_, err = t.q.Exec(ctx, `UPDATE leases SET name = $1, user_id = $2, project_id = $3, trust_id = $4, start_at = $5, end_at = $6,
+	// The writes go in one batch, in the order they were made one by one before: one
+	// round trip after the read.
+	b := &pgx.Batch{}
+	b.Queue(`UPDATE leases SET name = $1, user_id = $2, project_id = $3, trust_id = $4, start_at = $5, end_at = $6,
 		status = $7, degraded = $8, created_at = $9, updated_at = $10, lease_type = $11, retry_until = $12, priority = $13,
 		max_retries = $14, retries = $15, preemptible = $16, on_preempt = $17 WHERE id = $18`,
 		l.Name, l.UserID, l.ProjectID, l.TrustID, ts(l.Start), ts(l.End), l.Status, l.Degraded, ts(l.CreatedAt), nullTS(l.UpdatedAt),
 		l.Type, nullTS(l.RetryUntil), l.Priority, l.MaxRetries, l.Retries, l.Preemptible, l.OnPreempt, l.ID)
-	if err != nil {
-		return dbError(err)
-	}
 
 	oldRes := map[string]climate.Reservation{}
 	oldAlloc := map[string]climate.Allocation{}
@@ -328,35 +314,27 @@ func (t *tx) UpdateLease(ctx context.Context, l *climate.Lease) error {
 		allocs := r.Allocations
 		r = normReservation(l.ID, r)
 		if old, had := oldRes[r.ID]; !had {
-			if err := t.insertReservation(ctx, l.ID, r); err != nil {
-				return err
-			}
+			queueReservation(b, l.ID, r)
 		} else if !reflect.DeepEqual(old, r) { // both normalized, Allocations nil
-			if _, err := t.q.Exec(ctx, `UPDATE reservations SET resource_type = $1, status = $2, min_count = $3, max_count = $4,
+			b.Queue(`UPDATE reservations SET resource_type = $1, status = $2, min_count = $3, max_count = $4,
 				hypervisor_properties = $5, resource_properties = $6, before_end = $7, network_id = $8, amount = $9,
 				required_floatingips = $10, vcpus = $11, memory_mb = $12, disk_gb = $13, affinity = $14, server_group_id = $15,
 				missing_resources = $16, resources_changed = $17, created_at = $18, updated_at = $19 WHERE id = $20`,
 				r.ResourceType, r.Status, r.Min, r.Max, r.HypervisorProperties, r.ResourceProperties, r.BeforeEnd,
 				r.NetworkID, r.Amount, encodeAddresses(r.RequiredFloatingIPs),
 				r.Size.VCPUs, r.Size.MemoryMB, r.Size.DiskGB, r.Affinity, r.ServerGroupID,
-				r.MissingResources, r.ResourcesChanged, r.CreatedAt, nullTS(r.UpdatedAt), r.ID); err != nil {
-				return dbError(err)
-			}
+				r.MissingResources, r.ResourcesChanged, r.CreatedAt, nullTS(r.UpdatedAt), r.ID)
 		}
 		delete(oldRes, r.ID)
 		for _, a := range allocs {
 			a = normAllocation(l.ID, r.ID, a)
 			if old, had := oldAlloc[a.ID]; !had {
-				if err := t.insertAllocation(ctx, l.ID, r.ID, a); err != nil {
-					return err
-				}
+				queueAllocation(b, l.ID, r.ID, a)
 			} else if old != a {
-				if _, err := t.q.Exec(ctx, `UPDATE allocations SET reservation_id = $1, resource_id = $2, start_at = $3, end_at = $4,
+				b.Queue(`UPDATE allocations SET reservation_id = $1, resource_id = $2, start_at = $3, end_at = $4,
 					slots = $5, vcpus = $6, memory_mb = $7, disk_gb = $8, preemptible = $9 WHERE id = $10`,
 					a.ReservationID, a.ResourceID, a.Start, a.End,
-					a.Slots, a.Size.VCPUs, a.Size.MemoryMB, a.Size.DiskGB, a.Preemptible, a.ID); err != nil {
-					return dbError(err)
-				}
+					a.Slots, a.Size.VCPUs, a.Size.MemoryMB, a.Size.DiskGB, a.Preemptible, a.ID)
 			}
 			delete(oldAlloc, a.ID)
 		}
@@ -366,9 +344,7 @@ func (t *tx) UpdateLease(ctx context.Context, l *climate.Lease) error {
 		old, had := oldEv[e.ID]
 		e.ClaimedBy = old.ClaimedBy // the claim is written by the claimer only
 		if !had {
-			if err := t.insertEvent(ctx, l.ID, e); err != nil {
-				return err
-			}
+			queueEvent(b, l.ID, e)
 		} else if old != e {
 			// The claim belongs to whoever holds the event; it ends only when the event
 			// leaves IN_PROGRESS.
@@ -376,32 +352,25 @@ func (t *tx) UpdateLease(ctx context.Context, l *climate.Lease) error {
 			if e.Status != climate.EventInProgress {
 				endClaim = `, claimed_by = NULL, claimed_until = NULL`
 			}
-			if _, err := t.q.Exec(ctx, `UPDATE events SET event_type = $1, time = $2, status = $3,
+			b.Queue(`UPDATE events SET event_type = $1, time = $2, status = $3,
 				created_at = $4, updated_at = $5`+endClaim+` WHERE id = $6`,
-				e.Type, e.Time, e.Status, e.CreatedAt, nullTS(e.UpdatedAt), e.ID); err != nil {
-				return dbError(err)
-			}
+				e.Type, e.Time, e.Status, e.CreatedAt, nullTS(e.UpdatedAt), e.ID)
 		}
 		delete(oldEv, e.ID)
 	}
 
 	// What is left in the old maps is absent from l.
-	if err := t.deleteIDs(ctx, "allocations", keys(oldAlloc)); err != nil {
-		return err
-	}
-	if err := t.deleteIDs(ctx, "reservations", keys(oldRes)); err != nil {
-		return err
-	}
-	return t.deleteIDs(ctx, "events", keys(oldEv))
+	queueDeletes(b, "allocations", keys(oldAlloc))
+	queueDeletes(b, "reservations", keys(oldRes))
+	queueDeletes(b, "events", keys(oldEv))
+	return t.send(ctx, b)
 }
 
-// deleteIDs deletes rows of table by id with one statement.
-func (t *tx) deleteIDs(ctx context.Context, table string, ids []string) error {
-	if len(ids) == 0 {
-		return nil
+// queueDeletes deletes rows of table by id with one statement.
+func queueDeletes(b *pgx.Batch, table string, ids []string) {
+	if len(ids) > 0 {
+		b.Queue(`DELETE FROM `+table+` WHERE id = ANY($1)`, ids)
 	}
-	_, err := t.q.Exec(ctx, `DELETE FROM `+table+` WHERE id = ANY($1)`, ids)
-	return dbError(err)
 }
 
 func keys[V any](m map[string]V) []string {

@@ -158,28 +158,37 @@ func (s *Store) FoldProjectCharges(ctx context.Context) (int64, error) {
 	return n, err
 }
 
-// lockProject takes the project's transaction-scoped advisory lock, shared or not. A
-// write transaction that reads a project's limits holds it shared, and one that sets
-// them holds it alone, so limits never change under a charge that read them.
-func (t *tx) lockProject(ctx context.Context, project string, exclusive bool) error {
-	fn := "pg_advisory_xact_lock_shared"
-	if exclusive {
-		fn = "pg_advisory_xact_lock"
-	}
-	_, err := t.q.Exec(ctx, `SELECT `+fn+`(hashtextextended($1 || $2, 0))`, t.schema+"/project/", project)
+// lockProject takes the project's transaction-scoped advisory lock alone. A write
+// transaction that reads a project's limits holds it shared (GetProjectLimits), and one
+// that sets them holds it alone, so limits never change under a charge that read them.
+func (t *tx) lockProject(ctx context.Context, project string) error {
+	_, err := t.q.Exec(ctx, `SELECT pg_advisory_xact_lock(`+projectKey+`)`, t.schema, project)
 	return dbError(err)
 }
 
+// projectKey is the advisory lock key of project $2 in schema $1.
+const projectKey = `hashtextextended($1 || '/project/' || $2, 0)`
+
 // GetProjectLimits returns the project's limits, if it has any.
 func (t *tx) GetProjectLimits(ctx context.Context, project string) (*climate.ProjectLimits, bool, error) {
-	if t.write {
-		if err := t.lockProject(ctx, project, false); err != nil {
-			return nil, false, err
-		}
-	}
 	var doc string
 	var updated time.Time
-	err := t.q.QueryRow(ctx, `SELECT limits_json, updated_at FROM project_limits WHERE project_id = $1`, project).Scan(&doc, &updated)
+	var err error
+	const read = `SELECT limits_json, updated_at FROM project_limits WHERE project_id = $1`
+	if t.write { // the project's lock, shared, in the same round trip (lockProject)
+		b := &pgx.Batch{}
+		b.Queue(`SELECT pg_advisory_xact_lock_shared(`+projectKey+`)`, t.schema, project)
+		b.Queue(read, project)
+		br := t.q.SendBatch(ctx, b)
+		if _, err = br.Exec(); err == nil {
+			err = br.QueryRow().Scan(&doc, &updated)
+		}
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+	} else {
+		err = t.q.QueryRow(ctx, read, project).Scan(&doc, &updated)
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, false, nil
 	}
@@ -199,7 +208,7 @@ func (t *tx) PutProjectLimits(ctx context.Context, l *climate.ProjectLimits) err
 	if err != nil {
 		return err
 	}
-	if err := t.lockProject(ctx, l.ProjectID, true); err != nil {
+	if err := t.lockProject(ctx, l.ProjectID); err != nil {
 		return err
 	}
 	_, err = t.q.Exec(ctx, `INSERT INTO project_limits (project_id, limits_json, updated_at) VALUES ($1, $2, $3)

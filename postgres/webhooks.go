@@ -137,15 +137,16 @@ func webhookAffected(tag pgconn.CommandTag, err error, id string) error {
 
 // RecordWebhookDelivery upserts d, unless its webhook is gone, then keeps only the
 // webhook's WebhookDeliveriesKept latest deliveries (the index on (webhook_id, seq) finds
-// the boundary with one seek). Writers are serialized, so the webhook cannot go between
-// the check and the insert.
+// the boundary with one seek). The check locks the webhook's row (FOR KEY SHARE), so a
+// concurrent deletion either comes first, and nothing is written, or waits for this
+// transaction and then takes the delivery with the webhook.
 func (t *tx) RecordWebhookDelivery(ctx context.Context, d *climate.WebhookDelivery) error {
 	if err := t.writable(); err != nil {
 		return err
 	}
 	tag, err := t.q.Exec(ctx, `INSERT INTO webhook_deliveries (webhook_id, notification_id, seq, event_type, lease_id,
 			status, attempts, response_code, last_error, first_attempt_at, last_attempt_at)
-		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11 WHERE EXISTS (SELECT 1 FROM webhooks WHERE id = $1)
+		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11 WHERE EXISTS (SELECT 1 FROM webhooks WHERE id = $1 FOR KEY SHARE)
 		ON CONFLICT (webhook_id, notification_id) DO UPDATE SET
 			seq = EXCLUDED.seq, event_type = EXCLUDED.event_type, lease_id = EXCLUDED.lease_id, status = EXCLUDED.status,
 			attempts = EXCLUDED.attempts, response_code = EXCLUDED.response_code, last_error = EXCLUDED.last_error,
