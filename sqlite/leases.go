@@ -219,18 +219,56 @@ func (t *tx) InsertLease(ctx context.Context, l *climate.Lease) error {
 		if err := t.insertReservation(ctx, l.ID, r); err != nil {
 			return err
 		}
-		for _, a := range r.Allocations {
-			if err := t.insertAllocation(ctx, l.ID, r.ID, a); err != nil {
-				return err
-			}
-		}
-	}
-	for _, e := range l.Events {
-		if err := t.insertEvent(ctx, l.ID, e); err != nil {
+		if err := t.insertAllocations(ctx, l.ID, r.ID, r.Allocations); err != nil {
 			return err
 		}
 	}
+	return t.insertEvents(ctx, l.ID, l.Events)
+}
+
+// rowsPerInsert bounds a multi-row INSERT (its text is cached per row count).
+const rowsPerInsert = 16
+
+// insertRows inserts rows (each of width values) into table's columns with one INSERT
+// per rowsPerInsert rows: a statement costs about as much as a row.
+func (t *tx) insertRows(ctx context.Context, table, columns string, width int, args []any) error {
+	one := "(" + strings.TrimSuffix(strings.Repeat("?, ", width), ", ") + ")"
+	for len(args) > 0 {
+		n := min(len(args)/width, rowsPerInsert)
+		q := `INSERT INTO ` + table + ` (` + columns + `) VALUES ` + strings.TrimSuffix(strings.Repeat(one+", ", n), ", ")
+		if _, err := t.q.ExecContext(ctx, q, args[:n*width]...); err != nil {
+			return err
+		}
+		args = args[n*width:]
+	}
 	return nil
+}
+
+// insertAllocations inserts a reservation's allocations.
+func (t *tx) insertAllocations(ctx context.Context, leaseID, reservationID string, as []climate.Allocation) error {
+	args := make([]any, 0, 11*len(as))
+	for _, a := range as {
+		args = append(args, a.ID, reservationID, leaseID, a.ResourceID, micros(a.Start), micros(a.End),
+			a.Slots, a.Size.VCPUs, a.Size.MemoryMB, a.Size.DiskGB, a.Preemptible)
+	}
+	err := t.insertRows(ctx, "allocations", allocationColumns, 11, args)
+	if isUnique(err) {
+		return climate.Errorf(climate.CodeConflict, "An allocation of reservation %s already exists", reservationID)
+	}
+	return internal(err)
+}
+
+// insertEvents inserts a lease's events.
+func (t *tx) insertEvents(ctx context.Context, leaseID string, es []climate.Event) error {
+	args := make([]any, 0, 7*len(es))
+	for _, e := range es {
+		args = append(args, e.ID, leaseID, e.Type, micros(e.Time), e.Status, micros(e.CreatedAt), nullMicros(e.UpdatedAt))
+	}
+	err := t.insertRows(ctx, "events", "id, lease_id, event_type, time, status, created_at, updated_at", 7, args)
+	if isUnique(err) {
+		return climate.Errorf(climate.CodeConflict, "An event of lease %s already exists", leaseID)
+	}
+	return internal(err)
 }
 
 func (t *tx) insertReservation(ctx context.Context, leaseID string, r climate.Reservation) error {
@@ -245,25 +283,6 @@ func (t *tx) insertReservation(ctx context.Context, leaseID string, r climate.Re
 		r.MissingResources, r.ResourcesChanged, micros(r.CreatedAt), nullMicros(r.UpdatedAt))
 	if isUnique(err) {
 		return climate.Errorf(climate.CodeConflict, "Reservation %s already exists", r.ID)
-	}
-	return internal(err)
-}
-
-func (t *tx) insertAllocation(ctx context.Context, leaseID, reservationID string, a climate.Allocation) error {
-	_, err := t.q.ExecContext(ctx, `INSERT INTO allocations (`+allocationColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		a.ID, reservationID, leaseID, a.ResourceID, micros(a.Start), micros(a.End),
-		a.Slots, a.Size.VCPUs, a.Size.MemoryMB, a.Size.DiskGB, a.Preemptible)
-	if isUnique(err) {
-		return climate.Errorf(climate.CodeConflict, "Allocation %s already exists", a.ID)
-	}
-	return internal(err)
-}
-
-func (t *tx) insertEvent(ctx context.Context, leaseID string, e climate.Event) error {
-	_, err := t.q.ExecContext(ctx, `INSERT INTO events (id, lease_id, event_type, time, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		e.ID, leaseID, e.Type, micros(e.Time), e.Status, micros(e.CreatedAt), nullMicros(e.UpdatedAt))
-	if isUnique(err) {
-		return climate.Errorf(climate.CodeConflict, "Event %s already exists", e.ID)
 	}
 	return internal(err)
 }
@@ -327,7 +346,7 @@ func (t *tx) UpdateLease(ctx context.Context, l *climate.Lease) error {
 		for _, a := range allocs {
 			a = normAllocation(l.ID, r.ID, a)
 			if old, had := oldAlloc[a.ID]; !had {
-				if err := t.insertAllocation(ctx, l.ID, r.ID, a); err != nil {
+				if err := t.insertAllocations(ctx, l.ID, r.ID, []climate.Allocation{a}); err != nil {
 					return err
 				}
 			} else if old != a {
@@ -346,7 +365,7 @@ func (t *tx) UpdateLease(ctx context.Context, l *climate.Lease) error {
 		old, had := oldEv[e.ID]
 		e.ClaimedBy = old.ClaimedBy // the claim is written by the claimer only
 		if !had {
-			if err := t.insertEvent(ctx, l.ID, e); err != nil {
+			if err := t.insertEvents(ctx, l.ID, []climate.Event{e}); err != nil {
 				return err
 			}
 		} else if old != e {
