@@ -46,12 +46,13 @@ func (s *Store) startWriter() {
 	go s.writeLoop()
 }
 
-// stopWriter stops it, after the batch it is running, and the checkpointer.
+// stopWriter stops it, after the batch it is running, and the checkpointer. Closing
+// twice is harmless.
 func (s *Store) stopWriter() {
 	if s.closing == nil {
 		return
 	}
-	close(s.closing)
+	s.closeOnce.Do(func() { close(s.closing) })
 	if s.writerDone != nil {
 		<-s.writerDone
 	}

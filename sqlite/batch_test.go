@@ -155,3 +155,12 @@ func TestUpdateAfterClose(t *testing.T) {
 		t.Errorf("Update after Close: %v", err)
 	}
 }
+
+// TestCloseTwice: closing a store again is harmless, as database/sql's Close is.
+func TestCloseTwice(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "climate.db"))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+}

@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"modernc.org/sqlite" // also registers the "sqlite" driver
@@ -37,6 +38,7 @@ type Store struct {
 	// The writer goroutine's queue and lifetime (batch.go).
 	writes     chan *writeRequest
 	closing    chan struct{}
+	closeOnce  sync.Once
 	writerDone chan struct{}
 	batches    int // committed by the writer (its goroutine's own)
 	// The background checkpointer's connection and signals (checkpoint.go).
