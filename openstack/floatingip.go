@@ -93,6 +93,7 @@ func (d *Driver) startFloatingIPs(ctx context.Context, l *climate.Lease, r *clim
 			if err != nil {
 				return err
 			}
+			d.changed(ctx, "create floating IP "+f.Address)
 		case found[0].ProjectID == l.ProjectID:
 			fip = &found[0] // an earlier run's
 		default:

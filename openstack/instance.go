@@ -122,6 +122,7 @@ func (d *Driver) ensureFlavor(ctx context.Context, r *climate.Reservation, rc, p
 	if err != nil {
 		return err
 	}
+	made := false
 	err = d.retry(ctx, "create flavor "+r.ID, func(ctx context.Context) error {
 		_, err := flavors.Get(ctx, c, r.ID).Extract()
 		if !gophercloud.ResponseCodeIs(err, 404) {
@@ -133,10 +134,14 @@ func (d *Driver) ensureFlavor(ctx context.Context, r *climate.Reservation, rc, p
 		if gophercloud.ResponseCodeIs(err, 409) {
 			return nil // made by an attempt whose answer was lost
 		}
+		made = err == nil
 		return err
 	})
 	if err != nil {
 		return err
+	}
+	if made {
+		d.changed(ctx, "create flavor "+r.ID)
 	}
 	specs := flavors.ExtraSpecsOpts{}
 	for k, v := range src.ExtraSpecs {
@@ -180,6 +185,7 @@ func (d *Driver) ensureAggregateWith(ctx context.Context, name, zone string, met
 		if err != nil {
 			return nil, err
 		}
+		d.changed(ctx, "create aggregate "+name)
 	}
 	missing := map[string]any{}
 	for k, v := range meta {

@@ -866,66 +866,17 @@ func TestOpenStackDriverMonitorHeals(t *testing.T) {
 // project, tagged blazar and reservation:<id>; at the end it is gone.
 func TestOpenStackDriverFloatingIPReservation(t *testing.T) {
 	n := needNova(t)
-	ctx := context.Background()
-	var ext struct {
-		Extensions []struct {
-			Alias string `json:"alias"`
-		} `json:"extensions"`
-	}
-	_, err := n.network.Get(ctx, n.network.ServiceURL("extensions"), &ext, nil)
-	if err != nil || !slices.ContainsFunc(ext.Extensions, func(e struct {
-		Alias string `json:"alias"`
-	}) bool {
-		return e.Alias == "router"
-	}) {
-		if os.Getenv("CLIMATE_TEST_NEUTRON_REQUIRED") == "1" {
-			t.Fatalf("CLIMATE_TEST_NEUTRON_REQUIRED=1 but Neutron has no floating IPs (the stub?): %v", err)
-		}
-		t.Skip("Neutron is the stub: bring .ci/nova up with NEUTRON=real (CI does)")
-	}
+	netID := n.externalNetwork(t)
 	hosts := n.reset(t)
-	// The external network and subnet, as an operator makes them (kept across runs).
-	var nets struct {
-		Networks []struct {
-			ID string `json:"id"`
-		} `json:"networks"`
-	}
-	_, err = n.network.Get(ctx, n.network.ServiceURL("networks")+"?name=climate-ext", &nets, nil)
-	must(t, err)
-	var netID string
-	if len(nets.Networks) > 0 {
-		netID = nets.Networks[0].ID
-	} else {
-		var created struct {
-			Network struct {
-				ID string `json:"id"`
-			} `json:"network"`
-		}
-		_, err = n.network.Post(ctx, n.network.ServiceURL("networks"), map[string]any{"network": map[string]any{"name": "climate-ext",
-			"router:external": true, "provider:network_type": "flat", "provider:physical_network": "physnet1"}}, &created, nil)
-		must(t, err)
-		netID = created.Network.ID
-		_, err = n.network.Post(ctx, n.network.ServiceURL("subnets"), map[string]any{"subnet": map[string]any{"network_id": netID,
-			"cidr": "172.24.4.0/24", "ip_version": 4, "enable_dhcp": false}}, nil, nil)
-		must(t, err)
-	}
 	const addr = "172.24.4.10"
 	fip := func() map[string]any {
 		t.Helper()
-		var list struct {
-			FloatingIPs []map[string]any `json:"floatingips"`
+		if list := n.floatingIPs(t, "floating_ip_address="+addr); len(list) > 0 {
+			return list[0]
 		}
-		_, err := n.network.Get(ctx, n.network.ServiceURL("floatingips")+"?floating_ip_address="+addr, &list, nil)
-		must(t, err)
-		if len(list.FloatingIPs) == 0 {
-			return nil
-		}
-		return list.FloatingIPs[0]
+		return nil
 	}
-	if f := fip(); f != nil { // an interrupted run's
-		_, err := n.network.Delete(ctx, n.network.ServiceURL("floatingips", f["id"].(string)), nil)
-		must(t, err)
-	}
+	n.deleteFloatingIP(t, addr) // an interrupted run's
 	s := n.serve(t, hosts)
 	if r := ksCall(t, "POST", s.url+"/v1/floatingips", fmt.Sprintf(`{"floating_network_id": %q, "floating_ip_address": %q}`, netID, addr), nil); r.status != 201 {
 		t.Fatalf("registering %s: %s", addr, r)
@@ -960,4 +911,71 @@ func TestOpenStackDriverFloatingIPReservation(t *testing.T) {
 		r := ksCall(t, "GET", s.url+"/v1/leases/"+leaseID, "", n.owner())
 		return r.body["lease"].(map[string]any)["status"] == "TERMINATED", nil
 	})
+}
+
+// externalNetwork returns the id of the external network climate-ext and its subnet
+// 172.24.4.0/24, made as an operator makes them unless there (kept across runs). Without
+// the real neutron-server (the stub has no floating IPs) the test is skipped, or fails
+// with CLIMATE_TEST_NEUTRON_REQUIRED=1.
+func (n *testNova) externalNetwork(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	var ext struct {
+		Extensions []struct {
+			Alias string `json:"alias"`
+		} `json:"extensions"`
+	}
+	_, err := n.network.Get(ctx, n.network.ServiceURL("extensions"), &ext, nil)
+	if err != nil || !slices.ContainsFunc(ext.Extensions, func(e struct {
+		Alias string `json:"alias"`
+	}) bool {
+		return e.Alias == "router"
+	}) {
+		if os.Getenv("CLIMATE_TEST_NEUTRON_REQUIRED") == "1" {
+			t.Fatalf("CLIMATE_TEST_NEUTRON_REQUIRED=1 but Neutron has no floating IPs (the stub?): %v", err)
+		}
+		t.Skip("Neutron is the stub: bring .ci/nova up with NEUTRON=real (CI does)")
+	}
+	var nets struct {
+		Networks []struct {
+			ID string `json:"id"`
+		} `json:"networks"`
+	}
+	_, err = n.network.Get(ctx, n.network.ServiceURL("networks")+"?name=climate-ext", &nets, nil)
+	must(t, err)
+	if len(nets.Networks) > 0 {
+		return nets.Networks[0].ID
+	}
+	var created struct {
+		Network struct {
+			ID string `json:"id"`
+		} `json:"network"`
+	}
+	_, err = n.network.Post(ctx, n.network.ServiceURL("networks"), map[string]any{"network": map[string]any{"name": "climate-ext",
+		"router:external": true, "provider:network_type": "flat", "provider:physical_network": "physnet1"}}, &created, nil)
+	must(t, err)
+	_, err = n.network.Post(ctx, n.network.ServiceURL("subnets"), map[string]any{"subnet": map[string]any{"network_id": created.Network.ID,
+		"cidr": "172.24.4.0/24", "ip_version": 4, "enable_dhcp": false}}, nil, nil)
+	must(t, err)
+	return created.Network.ID
+}
+
+// floatingIPs lists Neutron's floating IPs matching query (e.g. "tags=reservation:<id>").
+func (n *testNova) floatingIPs(t *testing.T, query string) []map[string]any {
+	t.Helper()
+	var list struct {
+		FloatingIPs []map[string]any `json:"floatingips"`
+	}
+	_, err := n.network.Get(context.Background(), n.network.ServiceURL("floatingips")+"?"+query, &list, nil)
+	must(t, err)
+	return list.FloatingIPs
+}
+
+// deleteFloatingIP deletes the floating IP with address addr, if any.
+func (n *testNova) deleteFloatingIP(t *testing.T, addr string) {
+	t.Helper()
+	for _, f := range n.floatingIPs(t, "floating_ip_address="+addr) {
+		_, err := n.network.Delete(context.Background(), n.network.ServiceURL("floatingips", f["id"].(string)), nil)
+		must(t, ignore404(err))
+	}
 }

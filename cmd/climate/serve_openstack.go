@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,6 +32,8 @@ type driverOptions struct {
 	attempts      int
 	backoff       time.Duration
 	monitor       time.Duration // 0: no host monitor
+	freezeAt      string        // crash tests: the step at which to freeze (hidden flags)
+	freezeFile    string
 }
 
 func addDriverFlags(cmd *cobra.Command, o *driverOptions) {
@@ -55,6 +59,10 @@ its project), whatever --auth is.`
 	f.DurationVar(&o.deleteTimeout, "nova-server-delete-timeout", openstack.DefaultDeleteTimeout, "how long a lease's end waits for its servers to be deleted before failing")
 	f.IntVar(&o.attempts, "openstack-attempts", openstack.DefaultAttempts, "attempts of an OpenStack call that fails in a way that may pass (5xx, 429, no answer)")
 	f.DurationVar(&o.backoff, "openstack-retry-wait", openstack.DefaultBackoff, "wait before an OpenStack call's second attempt, doubled before each later one")
+	f.StringVar(&o.freezeAt, "test-openstack-freeze-at", "", "crash tests only: the first OpenStack change whose name starts with this freezes the process that made it (see --test-openstack-freeze-file)")
+	f.StringVar(&o.freezeFile, "test-openstack-freeze-file", "", "crash tests only: the file the frozen process creates (its pid and the change); only the first process to create it freezes")
+	_ = f.MarkHidden("test-openstack-freeze-at")
+	_ = f.MarkHidden("test-openstack-freeze-file")
 	f.DurationVar(&o.monitor, "nova-monitor-interval", 0, "with --driver openstack, how often to poll Nova's hypervisors (Blazar's polling monitor, e.g. 60s): one down or disabled puts its host in maintenance until further notice (healing its reservations) until it is up again; 0 = no monitor")
 }
 
@@ -113,7 +121,33 @@ func openstackDriver(ctx context.Context, o *serveOptions, st climate.Store, log
 	}
 	log.Info("OpenStack driver: acting on Nova", "nova", clients.Compute.Endpoint, "placement", placement, "freepool", d.freepool)
 	return openstack.New(openstack.Config{Compute: clients.Compute, Placement: clients.Placement, Network: clients.Network, Store: st, Freepool: d.freepool, AZPrefix: d.azPrefix,
-		DeleteTimeout: d.deleteTimeout, Attempts: d.attempts, Backoff: d.backoff, Logger: log}), nil
+		DeleteTimeout: d.deleteTimeout, Attempts: d.attempts, Backoff: d.backoff, Logger: log, Changed: freezer(d.freezeAt, d.freezeFile, log)}), nil
+}
+
+// freezer returns the driver's Changed hook for crash tests (nil without the hidden
+// flags): the first change named at… stops the process that made it, for good, once it
+// has created file with its pid (so a test knows whom to SIGKILL in the middle of an
+// action); a process that finds file made already goes on, so the one taking over
+// completes the action.
+func freezer(at, file string, log *slog.Logger) func(context.Context, string) {
+	if at == "" || file == "" {
+		return nil
+	}
+	return func(ctx context.Context, what string) {
+		if !strings.HasPrefix(what, at) {
+			return
+		}
+		f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			return // another process froze already, or the file cannot be made
+		}
+		_, err = fmt.Fprintf(f, "%d %s\n", os.Getpid(), what)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		log.Warn("frozen for a crash test after an OpenStack change", "change", what, "err", err)
+		<-ctx.Done()
+	}
 }
 
 // withDriver returns the engine's actions with drv's before inner's (hooks; nil for
