@@ -14,6 +14,11 @@ import (
 // destination (notify.Destination): the notification is written in the transaction that
 // makes the change and delivered at least once, with retries.
 //
+//   - lease.create, and lease.update of a lease not started: the artefacts Blazar makes at
+//     creation (reserve.go), made or brought to the reservation's new size. This is done
+//     early, not trusted: the start makes whatever is missing and fails with OpenStack's
+//     message, so a failure here is logged and not retried (it would hold up the
+//     deliveries behind it).
 //   - lease.delete: a deletion removes the lease's events with it, so a started lease that
 //     is deleted is released here, as Blazar ends it: its hosts' servers deleted and waited
 //     for, the hosts back in the freepool, the aggregate deleted (a lease that never
@@ -27,10 +32,10 @@ type Changes struct{ Driver *Driver }
 // Name is the destination's delivery cursor.
 func (Changes) Name() string { return "openstack" }
 
-// Accepts takes lease deletions, updates and healings (a host replaced by another).
+// Accepts takes lease creations, deletions, updates and healings (a host replaced by another).
 func (Changes) Accepts(n *climate.Notification) bool {
 	switch n.EventType {
-	case climate.NotifyLeaseDelete, climate.NotifyLeaseUpdate, climate.NotifyLeaseHealed:
+	case climate.NotifyLeaseCreate, climate.NotifyLeaseDelete, climate.NotifyLeaseUpdate, climate.NotifyLeaseHealed:
 		return true
 	}
 	return false
@@ -83,10 +88,17 @@ func (c Changes) updated(ctx context.Context, leaseID string) error {
 	if err != nil {
 		return err
 	}
-	if l.Status != climate.LeaseActive {
-		return nil // not started (its start moves the hosts) or ending (its end releases them)
+	switch l.Status {
+	case climate.LeasePending:
+		// Not started: its start moves the hosts; what Blazar makes at creation is made now.
+		if err := c.Driver.Reserve(ctx, l); err != nil {
+			c.Driver.cfg.Logger.Warn("openstack: making a lease's reservations in Nova failed; its start will try again", "lease", l.ID, "err", err)
+		}
+		return nil
+	case climate.LeaseActive:
+		return c.Driver.each(ctx, l, c.Driver.sync, nil)
 	}
-	return c.Driver.each(ctx, l, c.Driver.sync, nil)
+	return nil // starting or ending: its start or end does the work
 }
 
 // sync makes r's aggregate hold the hosts r holds now: missing ones move in, others are

@@ -18,6 +18,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/aggregates"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/flavors"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/hypervisors"
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servergroups"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/services"
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/tokens"
@@ -81,6 +82,7 @@ func needNova(t *testing.T) *testNova {
 	if n.placement, err = gopheros.NewPlacementV1(provider, gophercloud.EndpointOpts{}); err != nil {
 		t.Fatal(err)
 	}
+	n.placement.Microversion = "1.14" // resource classes (1.2; before it, every class is a 404), nested providers
 	if n.network, err = gopheros.NewNetworkV2(provider, gophercloud.EndpointOpts{}); err != nil {
 		t.Fatal(err)
 	}
@@ -634,11 +636,13 @@ func (n *testNova) instanceScenario(t *testing.T, s *server, hosts []string, pla
 	leaseID := lease["id"].(string)
 	rid := lease["reservations"].([]any)[0].(map[string]any)["id"].(string)
 	var status any
+	var group string // the reservation's server_group_id, if it has one
 	n.waitFor(t, "the lease ACTIVE", 30*time.Second, func() (bool, error) {
 		l := ksCall(t, "GET", s.url+"/v1/leases/"+leaseID, "", n.owner()).body["lease"].(map[string]any)
 		if status = l["status"]; status == "ERROR" {
 			return false, fmt.Errorf("the lease failed: %v", l)
 		}
+		group, _ = l["reservations"].([]any)[0].(map[string]any)["server_group_id"].(string)
 		return status == "ACTIVE", nil
 	})
 	fl, err := flavors.Get(context.Background(), n.compute, rid).Extract()
@@ -653,6 +657,9 @@ func (n *testNova) instanceScenario(t *testing.T, s *server, hosts []string, pla
 	for k, v := range specs {
 		want[k] = v
 	}
+	if group != "" {
+		want["affinity_id"] = group
+	}
 	if !maps.Equal(got, want) {
 		t.Fatalf("the reservation flavor's extra specs: %v, want %v", got, want)
 	}
@@ -661,9 +668,21 @@ func (n *testNova) instanceScenario(t *testing.T, s *server, hosts []string, pla
 		t.Fatalf("the reservation's aggregate: %+v", agg)
 	}
 
-	first := n.boot(t, "slot-1", rid, imageID, nil)
+	// As Blazar's tempest test, into the reservation's server group when it has one.
+	var hints map[string]any
+	if group != "" {
+		hints = map[string]any{"group": group}
+	}
+	first := n.boot(t, "slot-1", rid, imageID, hints)
 	if host := n.active(t, first); host != agg.Hosts[0] {
 		t.Fatalf("the reserved server is on %s, want %s (the reservation's host)", host, agg.Hosts[0])
+	}
+	if group != "" {
+		g, err := servergroups.Get(context.Background(), n.compute, group).Extract()
+		must(t, err)
+		if g.Name != "reservation:"+rid || !slices.Equal(g.Members, []string{first}) || agg.Metadata["affinity_id"] != group {
+			t.Fatalf("the reservation's server group: %+v (aggregate metadata %v), want reservation:%s with member %s", g, agg.Metadata, rid, first)
+		}
 	}
 	errored := func(id, what string) {
 		t.Helper()
@@ -692,7 +711,7 @@ func (n *testNova) instanceScenario(t *testing.T, s *server, hosts []string, pla
 			return false, err
 		}
 		_, err = flavors.Get(context.Background(), n.compute, rid).Extract()
-		return gophercloud.ResponseCodeIs(err, 404) && n.aggregate(t, rid) == nil, nil
+		return gophercloud.ResponseCodeIs(err, 404) && n.aggregate(t, rid) == nil && n.serverGroups(t, rid) == 0, nil
 	})
 	t.Logf("instance lease end → server, flavor and aggregate deleted: %s", cleaned.Sub(end).Round(time.Millisecond))
 	if got := slices.Sorted(slices.Values(n.aggregate(t, openstack.DefaultFreepool).Hosts)); !slices.Equal(got, hosts) {
@@ -978,4 +997,26 @@ func (n *testNova) deleteFloatingIP(t *testing.T, addr string) {
 		_, err := n.network.Delete(context.Background(), n.network.ServiceURL("floatingips", f["id"].(string)), nil)
 		must(t, ignore404(err))
 	}
+}
+
+// serverGroups counts the server groups named after reservation rid (every project's).
+func (n *testNova) serverGroups(t *testing.T, rid string) int {
+	t.Helper()
+	return len(n.serverGroupIDs(t, rid))
+}
+
+// serverGroupIDs returns the ids of the server groups named after reservation rid.
+func (n *testNova) serverGroupIDs(t *testing.T, rid string) []string {
+	t.Helper()
+	pages, err := servergroups.List(n.compute, servergroups.ListOpts{AllProjects: true}).AllPages(context.Background())
+	must(t, err)
+	all, err := servergroups.ExtractServerGroups(pages)
+	must(t, err)
+	var ids []string
+	for _, g := range all {
+		if g.Name == "reservation:"+rid {
+			ids = append(ids, g.ID)
+		}
+	}
+	return ids
 }

@@ -24,13 +24,15 @@ import (
 // reservation starts; whichever replica's engine runs the start freezes right after one
 // OpenStack change (the hidden --test-openstack-freeze-… flags) and is SIGKILLed there,
 // its lease STARTING. The other replica takes the start over when the claim lapses and
-// completes it: one aggregate per reservation, one flavor, one floating IP, the
-// reservation's flavor boots. At the end nothing is left in Nova, Placement or Neutron
+// completes it: one aggregate per reservation, one flavor, one server group (the one the
+// reservation records), one floating IP; the reservation's flavor boots into its group. At the end nothing is left in Nova, Placement or Neutron
 // but the freepool holding every host.
 func TestOpenStackDriverTakeoverOnPostgres(t *testing.T) {
 	// $HOST is the host reservation's host: frozen there, it is in both its reservation's
-	// aggregate and the freepool.
-	for _, at := range []string{"add host $HOST to", "create flavor", "create floating IP"} {
+	// aggregate and the freepool; $SLOTHOST the instance reservation's: its flavor is made,
+	// its inventory not. The server group is made by the creation's delivery or by the
+	// start, whichever comes first; the rest by the start.
+	for _, at := range []string{"add host $HOST to", "add host $SLOTHOST to", "create server group", "create floating IP"} {
 		t.Run(strings.ReplaceAll(at, " ", "_"), func(t *testing.T) { takeoverScenario(t, at) })
 	}
 }
@@ -48,7 +50,7 @@ func takeoverScenario(t *testing.T, freezeAt string) {
 	n.deleteFloatingIP(t, addr) // an interrupted run's
 	_, imageID := n.bootable(t)
 	frozen := filepath.Join(t.TempDir(), "frozen")
-	freezeAt = strings.ReplaceAll(freezeAt, "$HOST", hosts[0])
+	freezeAt = strings.NewReplacer("$HOST", hosts[0], "$SLOTHOST", hosts[1]).Replace(freezeAt)
 	args := []string{"--database", dsn, "--driver", "openstack", "--keystone-url", n.ksURL, "--keystone-username", "admin",
 		"--keystone-password", "adminpass", "--keystone-project", "admin", "--openstack-retry-wait", "200ms"}
 	// Hosts and the address are registered by a replica that never freezes (adding a host
@@ -76,7 +78,7 @@ func takeoverScenario(t *testing.T, freezeAt string) {
 	start := time.Now().UTC().Add(3 * time.Second).Truncate(time.Second)
 	r := ksCall(t, "POST", a.url+"/v1/leases", fmt.Sprintf(`{"name": "taken-over", "start_date": %q, "end_date": %q, "reservations": [
 		{"resource_type": "physical:host", "min": 1, "max": 1, "hypervisor_properties": "[\"==\", \"$hypervisor_hostname\", \"%s\"]", "resource_properties": ""},
-		{"resource_type": "virtual:instance", "amount": 1, "vcpus": 1, "memory_mb": 64, "disk_gb": 0, "affinity": null, "resource_properties": ""},
+		{"resource_type": "virtual:instance", "amount": 1, "vcpus": 1, "memory_mb": 64, "disk_gb": 0, "affinity": false, "resource_properties": ""},
 		{"resource_type": "virtual:floatingip", "network_id": %q, "amount": 1}]}`,
 		start.Format("2006-01-02 15:04:05"), start.Add(time.Hour).Format("2006-01-02 15:04:05"), hosts[0], netID), n.owner())
 	if r.status != 201 {
@@ -90,6 +92,7 @@ func takeoverScenario(t *testing.T, freezeAt string) {
 		rids[res["resource_type"].(string)] = res["id"].(string)
 	}
 	hostRID, instRID, fipRID := rids["physical:host"], rids[openstack.InstanceType], rids[openstack.FloatingIPType]
+	var group string // the instance reservation's server_group_id
 	status := func(s *benchServer) string {
 		t.Helper()
 		r := ksCall(t, "GET", s.url+"/v1/leases/"+leaseID, "", n.owner())
@@ -99,6 +102,11 @@ func takeoverScenario(t *testing.T, freezeAt string) {
 		}
 		if l["status"] == "ERROR" {
 			t.Fatalf("the lease failed: %s", r.raw)
+		}
+		for _, res := range l["reservations"].([]any) {
+			if res := res.(map[string]any); res["id"] == instRID {
+				group, _ = res["server_group_id"].(string)
+			}
 		}
 		return l["status"].(string)
 	}
@@ -126,10 +134,14 @@ func takeoverScenario(t *testing.T, freezeAt string) {
 	if victim == nil {
 		t.Fatalf("the frozen process %d is neither replica", pid)
 	}
-	if got := status(survivor); got != "STARTING" {
+	frozenIn := status(survivor)
+	switch got := frozenIn; {
+	case got == "STARTING":
+	case got == "PENDING" && strings.HasPrefix(freezeAt, "create server group"): // frozen in the creation's delivery
+	default:
 		t.Fatalf("the lease is %s while its start is frozen after %q, want STARTING", got, strings.TrimSpace(line))
 	}
-	if strings.HasPrefix(freezeAt, "add host") {
+	if freezeAt == "add host "+hosts[0]+" to" {
 		agg, free := n.aggregate(t, hostRID), n.aggregate(t, openstack.DefaultFreepool)
 		if agg == nil || !slices.Contains(agg.Hosts, hosts[0]) || !slices.Contains(free.Hosts, hosts[0]) {
 			t.Fatalf("frozen after adding %s to the reservation's aggregate: aggregate %+v, freepool %v; want it in both", hosts[0], agg, free.Hosts)
@@ -140,7 +152,7 @@ func takeoverScenario(t *testing.T, freezeAt string) {
 	}
 	killed := time.Now()
 	victim.stop()
-	t.Logf("SIGKILLed the replica frozen after %q", strings.TrimSpace(line))
+	t.Logf("SIGKILLed the replica frozen after %q (the lease %s)", strings.TrimSpace(line), frozenIn)
 
 	done := n.waitFor(t, "the start completed by the other replica", time.Minute, func() (bool, error) {
 		return status(survivor) == "ACTIVE", nil
@@ -172,11 +184,14 @@ func takeoverScenario(t *testing.T, freezeAt string) {
 	if c := len(slices.DeleteFunc(all, func(f flavors.Flavor) bool { return f.Name != "reservation:"+instRID })); c != 1 {
 		t.Fatalf("%d flavors named reservation:%s, want 1", c, instRID)
 	}
+	if groups := n.serverGroupIDs(t, instRID); !slices.Equal(groups, []string{group}) {
+		t.Fatalf("server groups of the instance reservation: %v, want one, its server_group_id %s", groups, group)
+	}
 	if fips := n.floatingIPs(t, "tags=reservation:"+fipRID); len(fips) != 1 || fips[0]["floating_ip_address"] != addr {
 		t.Fatalf("floating IPs of the reservation: %v, want one, %s", fips, addr)
 	}
-	// The reservation's flavor boots on its host, once.
-	srv := n.boot(t, "slot", instRID, imageID, nil)
+	// The reservation's flavor boots on its host, into its server group.
+	srv := n.boot(t, "slot", instRID, imageID, map[string]any{"group": group})
 	if on := n.active(t, srv); on != hosts[1] {
 		t.Fatalf("the reserved server is on %s, want %s", on, hosts[1])
 	}
@@ -197,6 +212,9 @@ func takeoverScenario(t *testing.T, freezeAt string) {
 	}
 	if _, err := flavors.Get(context.Background(), n.compute, instRID).Extract(); !gophercloud.ResponseCodeIs(err, 404) {
 		t.Fatalf("the reservation's flavor after the end: %v", err)
+	}
+	if groups := n.serverGroupIDs(t, instRID); len(groups) != 0 {
+		t.Fatalf("server groups left after the end: %v", groups)
 	}
 	rc := "CUSTOM_RESERVATION_" + strings.ToUpper(strings.ReplaceAll(instRID, "-", "_"))
 	if _, err := n.placement.Get(context.Background(), n.placement.ServiceURL("resource_classes", rc), nil, nil); !gophercloud.ResponseCodeIs(err, 404) {

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/flavors"
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servergroups"
+
+	"climate"
+	"climate/openstack"
+	"climate/sqlite"
+)
+
+// As Blazar's reserve_resource, a lease's creation makes in Nova, long before its start:
+// the host reservation's aggregate (Blazar's zone and owner, no host: the freepool keeps
+// them), and for an instance reservation with affinity true the server group
+// reservation:<id> (policy affinity) whose id the API shows as server_group_id, the
+// private flavor (affinity_id among its extra specs, no project access yet), the aggregate
+// (affinity_id in its metadata, no host) and the resource class. An update before the
+// start that resizes the instance reservation makes its flavor again at the new size.
+// Deleting the lease, never started, deletes all of them.
+func TestOpenStackDriverReservesAtCreation(t *testing.T) {
+	n := needNova(t)
+	hosts := n.reset(t)
+	s := n.serve(t, hosts)
+	ctx := context.Background()
+	start := time.Now().UTC().Add(time.Hour).Truncate(time.Second)
+	r := ksCall(t, "POST", s.url+"/v1/leases", fmt.Sprintf(`{"name": "early", "start_date": %q, "end_date": %q, "reservations": [
+		{"resource_type": "physical:host", "min": 1, "max": 1, "hypervisor_properties": "[\"==\", \"$hypervisor_hostname\", \"%s\"]", "resource_properties": ""},
+		{"resource_type": "virtual:instance", "amount": 2, "vcpus": 1, "memory_mb": 64, "disk_gb": 0, "affinity": true, "resource_properties": ""}]}`,
+		start.Format("2006-01-02 15:04:05"), start.Add(time.Hour).Format("2006-01-02 15:04:05"), hosts[0]), n.owner())
+	if r.status != 201 {
+		t.Fatalf("lease: %s", r)
+	}
+	created := time.Now()
+	lease := r.body["lease"].(map[string]any)
+	leaseID := lease["id"].(string)
+	var hostRID, instRID string
+	for _, res := range lease["reservations"].([]any) {
+		if res := res.(map[string]any); res["resource_type"] == "physical:host" {
+			hostRID = res["id"].(string)
+		} else {
+			instRID = res["id"].(string)
+		}
+	}
+	rc := "CUSTOM_RESERVATION_" + strings.ToUpper(strings.ReplaceAll(instRID, "-", "_"))
+	groupOf := func() string {
+		t.Helper()
+		l := ksCall(t, "GET", s.url+"/v1/leases/"+leaseID, "", n.owner()).body["lease"].(map[string]any)
+		for _, res := range l["reservations"].([]any) {
+			if res := res.(map[string]any); res["id"] == instRID {
+				g, _ := res["server_group_id"].(string)
+				return g
+			}
+		}
+		t.Fatalf("no reservation %s in %v", instRID, l)
+		return ""
+	}
+	var group *servergroups.ServerGroup
+	ready := n.waitFor(t, "the reservations' artefacts in Nova", 30*time.Second, func() (bool, error) {
+		id := groupOf()
+		g, err := servergroups.Get(ctx, n.compute, id).Extract()
+		if gophercloud.ResponseCodeIs(err, 404) {
+			return false, nil // not made yet: the id is still Climate's own
+		}
+		if err != nil {
+			return false, err
+		}
+		group = g
+		_, err = flavors.Get(ctx, n.compute, instRID).Extract()
+		if gophercloud.ResponseCodeIs(err, 404) {
+			return false, nil
+		}
+		return err == nil && n.aggregate(t, hostRID) != nil && n.aggregate(t, instRID) != nil, err
+	})
+	t.Logf("lease created → aggregates, server group and flavor in Nova: %s", ready.Sub(created).Round(time.Millisecond))
+	if group.Name != "reservation:"+instRID || group.Policy == nil || *group.Policy != "affinity" || group.ProjectID != n.project {
+		t.Fatalf("the server group: %+v, want reservation:%s, policy affinity, project %s", group, instRID, n.project)
+	}
+	if a := n.aggregate(t, hostRID); a.AvailabilityZone != "blazar_"+hostRID || a.Metadata["blazar:owner"] != n.project || len(a.Hosts) != 0 {
+		t.Fatalf("the host reservation's aggregate before the start: %+v", a)
+	}
+	if a := n.aggregate(t, instRID); a.Metadata["affinity_id"] != group.ID || a.Metadata["filter_tenant_id"] != n.project || len(a.Hosts) != 0 {
+		t.Fatalf("the instance reservation's aggregate before the start: %+v", a)
+	}
+	if got := slices.Sorted(slices.Values(n.aggregate(t, openstack.DefaultFreepool).Hosts)); !slices.Equal(got, hosts) {
+		t.Fatalf("the freepool before the start: %v, want %v", got, hosts)
+	}
+	specs, err := flavors.ListExtraSpecs(ctx, n.compute, instRID).Extract()
+	must(t, err)
+	want := map[string]string{"aggregate_instance_extra_specs:reservation": instRID, "resources:" + rc: "1", "affinity_id": group.ID}
+	if !maps.Equal(specs, want) {
+		t.Fatalf("the flavor's extra specs: %v, want %v", specs, want)
+	}
+	pages, err := flavors.ListAccesses(n.compute, instRID).AllPages(ctx)
+	must(t, err)
+	if access, err := flavors.ExtractAccesses(pages); err != nil || len(access) != 0 {
+		t.Fatalf("access to the flavor before the start: %v, %v; want none", access, err)
+	}
+	if _, err := n.placement.Get(ctx, n.placement.ServiceURL("resource_classes", rc), nil, nil); err != nil {
+		t.Fatalf("the resource class before the start: %v", err)
+	}
+
+	// Resized before its start: the flavor is made again at the new size, the group kept.
+	if r := ksCall(t, "PUT", s.url+"/v1/leases/"+leaseID, fmt.Sprintf(`{"reservations": [{"id": %q, "vcpus": 2}]}`, instRID), n.owner()); r.status != 200 {
+		t.Fatalf("resizing: %s", r)
+	}
+	n.waitFor(t, "the flavor made again with 2 vCPUs", 30*time.Second, func() (bool, error) {
+		fl, err := flavors.Get(ctx, n.compute, instRID).Extract()
+		if gophercloud.ResponseCodeIs(err, 404) {
+			return false, nil
+		}
+		return err == nil && fl.VCPUs == 2, err
+	})
+	if got := groupOf(); got != group.ID || n.serverGroups(t, instRID) != 1 {
+		t.Fatalf("after the resize: server_group_id %s and %d groups, want %s and 1", got, n.serverGroups(t, instRID), group.ID)
+	}
+
+	if r := ksCall(t, "DELETE", s.url+"/v1/leases/"+leaseID, "", n.owner()); r.status != 204 {
+		t.Fatalf("deleting the lease: %s", r)
+	}
+	deleted := time.Now()
+	gone := n.waitFor(t, "nothing of the deleted lease left in Nova", 30*time.Second, func() (bool, error) {
+		_, err := flavors.Get(ctx, n.compute, instRID).Extract()
+		if !gophercloud.ResponseCodeIs(err, 404) {
+			return false, nil
+		}
+		_, err = n.placement.Get(ctx, n.placement.ServiceURL("resource_classes", rc), nil, nil)
+		return gophercloud.ResponseCodeIs(err, 404) && n.serverGroups(t, instRID) == 0 && len(n.aggregates(t)) == 1, nil
+	})
+	t.Logf("lease deleted → nothing left in Nova: %s", gone.Sub(deleted).Round(time.Millisecond))
+	if got := slices.Sorted(slices.Values(n.aggregate(t, openstack.DefaultFreepool).Hosts)); !slices.Equal(got, hosts) {
+		t.Fatalf("the freepool after the deletion: %v, want %v", got, hosts)
+	}
+}
+
+// The lease's creation delivery and its start may make an instance reservation's server
+// group at once (a lease starting now): however many makers race, one group is left in
+// Nova and it is the one the reservation records; the end deletes it.
+func TestOpenStackDriverServerGroupRace(t *testing.T) {
+	n := needNova(t)
+	n.reset(t)
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "climate.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	clients, err := openstack.Connect(ctx, openstack.Auth{URL: n.ksURL, Username: "admin", Password: "adminpass", Project: "admin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := openstack.New(openstack.Config{Compute: clients.Compute, Placement: clients.Placement, Store: st, Backoff: 100 * time.Millisecond})
+	now := time.Now().UTC().Truncate(time.Second)
+	placeholder := climate.NewID() // Climate's own id, until Nova's is recorded
+	l := &climate.Lease{ID: climate.NewID(), Name: "race", ProjectID: n.project, Start: now.Add(time.Hour), End: now.Add(2 * time.Hour),
+		Status: climate.LeasePending, CreatedAt: now, Reservations: []climate.Reservation{{ID: climate.NewID(), ResourceType: openstack.InstanceType,
+			Status: climate.ReservationPending, Amount: 1, Size: climate.Size{VCPUs: 1, MemoryMB: 64}, Affinity: new(bool),
+			ServerGroupID: placeholder, CreatedAt: now}}}
+	if err := st.Update(ctx, func(tx climate.Tx) error { return tx.InsertLease(ctx, l) }); err != nil {
+		t.Fatal(err)
+	}
+	rid := l.Reservations[0].ID
+	const makers = 4
+	errs := make(chan error, makers)
+	for range makers {
+		go func() { errs <- d.Reserve(ctx, l) }()
+	}
+	for range makers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	var recorded string
+	if err := st.View(ctx, func(tx climate.Tx) error {
+		got, err := tx.GetLease(ctx, l.ID)
+		if err == nil {
+			recorded = got.Reservations[0].ServerGroupID
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ids := n.serverGroupIDs(t, rid)
+	if len(ids) != 1 || ids[0] != recorded || recorded == placeholder {
+		t.Fatalf("%d makers: groups %v in Nova, %s recorded; want one, recorded", makers, ids, recorded)
+	}
+	if err := d.OnEnd(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	if c := n.serverGroups(t, rid); c != 0 {
+		t.Fatalf("%d server groups left after the end", c)
+	}
+}
