@@ -973,8 +973,11 @@ func (n *testNova) externalNetwork(t *testing.T) string {
 	_, err = n.network.Post(ctx, n.network.ServiceURL("networks"), map[string]any{"network": map[string]any{"name": "climate-ext",
 		"router:external": true, "provider:network_type": "flat", "provider:physical_network": "physnet1"}}, &created, nil)
 	must(t, err)
+	// Reserved addresses lie outside the pool Neutron hands addresses out of (Blazar
+	// refuses the others).
 	_, err = n.network.Post(ctx, n.network.ServiceURL("subnets"), map[string]any{"subnet": map[string]any{"network_id": created.Network.ID,
-		"cidr": "172.24.4.0/24", "ip_version": 4, "enable_dhcp": false}}, nil, nil)
+		"cidr": "172.24.4.0/24", "ip_version": 4, "enable_dhcp": false, "gateway_ip": "172.24.4.1",
+		"allocation_pools": []map[string]string{{"start": "172.24.4.100", "end": "172.24.4.200"}}}}, nil, nil)
 	must(t, err)
 	return created.Network.ID
 }
@@ -1019,4 +1022,48 @@ func (n *testNova) serverGroupIDs(t *testing.T, rid string) []string {
 		}
 	}
 	return ids
+}
+
+// Registering a floating IP with --driver openstack checks it against Neutron, as Blazar's
+// FloatingIPPool: an unknown network and an address Neutron may hand out (in an allocation
+// pool, or the gateway) are 400s, an address in none of the network's subnets a 404; a good
+// one is registered with its subnet.
+func TestOpenStackDriverFloatingIPRegistration(t *testing.T) {
+	n := needNova(t)
+	netID := n.externalNetwork(t)
+	var subnets struct {
+		Subnets []struct {
+			ID string `json:"id"`
+		} `json:"subnets"`
+	}
+	_, err := n.network.Get(context.Background(), n.network.ServiceURL("subnets")+"?network_id="+netID, &subnets, nil)
+	must(t, err)
+	if len(subnets.Subnets) != 1 {
+		t.Fatalf("subnets of climate-ext: %v", subnets.Subnets)
+	}
+	s := n.serve(t, nil)
+	register := func(network, addr string) apiResponse {
+		return ksCall(t, "POST", s.url+"/v1/floatingips", fmt.Sprintf(`{"floating_network_id": %q, "floating_ip_address": %q}`, network, addr), nil)
+	}
+	for _, tc := range []struct {
+		network, addr string
+		status        int
+		want          string
+	}{
+		{"no-such-network", "172.24.4.30", 400, "Failed to find network no-such-network"},
+		{netID, "172.24.4.150", 400, "The floating IP 172.24.4.150 is used in allocation_pools or gateway_ip in subnet " + subnets.Subnets[0].ID},
+		{netID, "172.24.4.1", 400, "is used in allocation_pools or gateway_ip"},
+		{netID, "10.9.9.9", 404, "Valid subnet for the floating IP 10.9.9.9 is not found."},
+	} {
+		if r := register(tc.network, tc.addr); r.status != tc.status || !strings.Contains(r.raw, tc.want) {
+			t.Errorf("registering %s on %s: %s; want %d with %q", tc.addr, tc.network, r, tc.status, tc.want)
+		}
+	}
+	r := register(netID, "172.24.4.30")
+	if r.status != 201 {
+		t.Fatalf("registering 172.24.4.30: %s", r)
+	}
+	if f := r.body["floatingip"].(map[string]any); f["subnet_id"] != subnets.Subnets[0].ID {
+		t.Fatalf("the registered address: %v, want subnet_id %s", f, subnets.Subnets[0].ID)
+	}
 }

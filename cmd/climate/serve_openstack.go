@@ -171,6 +171,15 @@ func hostService(mgr climate.HostService, drv *openstack.Driver, pol climate.Pol
 	return openstack.Hosts{HostService: mgr, Driver: drv, Policy: pol}
 }
 
+// floatingIPService is the API's floating IP service: with the driver, addresses are
+// checked against Neutron, as Blazar checks them.
+func floatingIPService(mgr climate.FloatingIPService, drv *openstack.Driver, pol climate.Policy) climate.FloatingIPService {
+	if drv == nil {
+		return mgr
+	}
+	return openstack.FloatingIPs{FloatingIPService: mgr, Driver: drv, Policy: pol}
+}
+
 // connectNova connects, waiting up to wait for a Keystone or Nova that is not up yet.
 func connectNova(ctx context.Context, a openstack.Auth, wait time.Duration, log *slog.Logger) (*openstack.Clients, error) {
 	deadline := time.Now().Add(wait)
