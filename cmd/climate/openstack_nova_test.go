@@ -1067,3 +1067,89 @@ func TestOpenStackDriverFloatingIPRegistration(t *testing.T) {
 		t.Fatalf("the registered address: %v, want subnet_id %s", f, subnets.Subnets[0].ID)
 	}
 }
+
+// An active instance reservation that an update grows from one slot to two gets its
+// placement inventory raised (through the lease.update notification), as Blazar raises it:
+// a second server of the reservation's flavor then boots, where before the update it
+// found no room; the end deletes both and every inventory.
+func TestOpenStackDriverActiveInstanceReservationGrows(t *testing.T) {
+	n := needNova(t)
+	hosts := n.reset(t)
+	_, imageID := n.bootable(t)
+	s := n.serve(t, hosts)
+	start := time.Now().UTC().Add(2 * time.Second).Truncate(time.Second)
+	r := ksCall(t, "POST", s.url+"/v1/leases", fmt.Sprintf(`{"name": "grows", "start_date": %q, "end_date": %q, "reservations": [
+		{"resource_type": "virtual:instance", "amount": 1, "vcpus": 1, "memory_mb": 64, "disk_gb": 0, "affinity": true, "resource_properties": ""}]}`,
+		start.Format("2006-01-02 15:04:05"), start.Add(time.Hour).Format("2006-01-02 15:04:05")), n.owner())
+	if r.status != 201 {
+		t.Fatalf("lease: %s", r)
+	}
+	leaseID := r.body["lease"].(map[string]any)["id"].(string)
+	rid := r.body["lease"].(map[string]any)["reservations"].([]any)[0].(map[string]any)["id"].(string)
+	rc := "CUSTOM_RESERVATION_" + strings.ToUpper(strings.ReplaceAll(rid, "-", "_"))
+	n.waitFor(t, "the lease ACTIVE", 30*time.Second, func() (bool, error) {
+		r := ksCall(t, "GET", s.url+"/v1/leases/"+leaseID, "", n.owner())
+		return r.body["lease"].(map[string]any)["status"] == "ACTIVE", nil
+	})
+	if got := n.inventories(t, rc); len(got) != 1 || slices.Collect(maps.Values(got))[0] != 1 {
+		t.Fatalf("inventories of %s: %v, want one of 1", rc, got)
+	}
+	first := n.boot(t, "slot-1", rid, imageID, nil)
+	n.active(t, first)
+
+	if r := ksCall(t, "PUT", s.url+"/v1/leases/"+leaseID, fmt.Sprintf(`{"reservations": [{"id": %q, "amount": 2}]}`, rid), n.owner()); r.status != 200 {
+		t.Fatalf("growing the active instance reservation: %s", r)
+	}
+	updated := time.Now()
+	raised := n.waitFor(t, "the inventory raised to 2", 30*time.Second, func() (bool, error) {
+		total := 0
+		for _, v := range n.inventories(t, rc) {
+			total += v
+		}
+		return total == 2, nil
+	})
+	t.Logf("update → inventory raised: %s", raised.Sub(updated).Round(time.Millisecond))
+	second := n.boot(t, "slot-2", rid, imageID, nil)
+	n.active(t, second)
+
+	end := time.Now().UTC().Add(2 * time.Second).Truncate(time.Second)
+	if r := ksCall(t, "PUT", s.url+"/v1/leases/"+leaseID, fmt.Sprintf(`{"end_date": %q}`, end.Format("2006-01-02 15:04:05")), n.owner()); r.status != 200 {
+		t.Fatalf("moving the end: %s", r)
+	}
+	n.waitFor(t, "both servers deleted and no inventory left", time.Minute, func() (bool, error) {
+		a, err := n.server(t, first)
+		if err != nil {
+			return false, err
+		}
+		b, err := n.server(t, second)
+		return a == nil && b == nil && len(n.inventories(t, rc)) == 0, err
+	})
+}
+
+// inventories returns the totals of resource class rc by the placement provider that
+// has an inventory of it.
+func (n *testNova) inventories(t *testing.T, rc string) map[string]int {
+	t.Helper()
+	ctx := context.Background()
+	var providers struct {
+		List []struct {
+			UUID string `json:"uuid"`
+			Name string `json:"name"`
+		} `json:"resource_providers"`
+	}
+	_, err := n.placement.Get(ctx, n.placement.ServiceURL("resource_providers"), &providers, nil)
+	must(t, err)
+	out := map[string]int{}
+	for _, p := range providers.List {
+		var inv struct {
+			Total int `json:"total"`
+		}
+		_, err := n.placement.Get(ctx, n.placement.ServiceURL("resource_providers", p.UUID, "inventories", rc), &inv, nil)
+		if gophercloud.ResponseCodeIs(err, 404) {
+			continue
+		}
+		must(t, err)
+		out[p.Name] = inv.Total
+	}
+	return out
+}
