@@ -1153,3 +1153,87 @@ func (n *testNova) inventories(t *testing.T, rc string) map[string]int {
 	}
 	return out
 }
+
+// Hosts registered from Nova carry their compute node's placement traits as extra
+// capabilities, so flavor:instance's trait:T=required|forbidden picks hosts as Blazar's
+// placement query does: with CUSTOM_CLIMATE_GPU set on the first hypervisor only, a
+// reservation requiring it gets the first host's slots, one forbidding it the other's.
+func TestOpenStackDriverHostTraits(t *testing.T) {
+	n := needNova(t)
+	hosts := n.reset(t)
+	ctx := context.Background()
+	const trait = "CUSTOM_CLIMATE_GPU"
+	_, err := n.placement.Put(ctx, n.placement.ServiceURL("traits", trait), nil, nil, &gophercloud.RequestOpts{OkCodes: []int{201, 204}})
+	must(t, err)
+	setTraits := func(hypervisor string, edit func([]string) []string) {
+		t.Helper()
+		var providers struct {
+			List []struct {
+				UUID string `json:"uuid"`
+			} `json:"resource_providers"`
+		}
+		_, err := n.placement.Get(ctx, n.placement.ServiceURL("resource_providers")+"?name="+hypervisor, &providers, nil)
+		must(t, err)
+		if len(providers.List) != 1 {
+			t.Fatalf("providers named %s: %v", hypervisor, providers.List)
+		}
+		u := n.placement.ServiceURL("resource_providers", providers.List[0].UUID, "traits")
+		var cur struct {
+			Traits     []string `json:"traits"`
+			Generation int      `json:"resource_provider_generation"`
+		}
+		_, err = n.placement.Get(ctx, u, &cur, nil)
+		must(t, err)
+		_, err = n.placement.Put(ctx, u, map[string]any{"traits": edit(cur.Traits), "resource_provider_generation": cur.Generation}, nil,
+			&gophercloud.RequestOpts{OkCodes: []int{200}})
+		must(t, err)
+	}
+	without := func(ts []string) []string { return slices.DeleteFunc(ts, func(s string) bool { return s == trait }) }
+	setTraits(hosts[0], func(ts []string) []string { return append(without(ts), trait) })
+	t.Cleanup(func() { setTraits(hosts[0], without) })
+
+	s := n.serve(t, hosts)
+	for _, h := range ksCall(t, "GET", s.url+"/v1/os-hosts", "", nil).body["hosts"].([]any) {
+		h := h.(map[string]any)
+		if got, want := h[trait], h["hypervisor_hostname"] == hosts[0]; (got == "true") != want {
+			t.Fatalf("host %v: %s = %v, want it %v", h["hypervisor_hostname"], trait, got, map[bool]string{true: "true", false: "absent"}[want])
+		}
+	}
+	flavor := func(name, value string) string {
+		t.Helper()
+		r := ksCall(t, "POST", s.url+"/v1/flavors", fmt.Sprintf(`{"name": %q, "vcpus": 1, "ram": 64, "disk": 0, "extra_specs": {"trait:%s": %q}}`, name, trait, value), nil)
+		if r.status != 201 {
+			t.Fatalf("registering flavor %s: %s", name, r)
+		}
+		return r.body["flavor"].(map[string]any)["id"].(string)
+	}
+	gpu, noGPU := flavor("climate-gpu", "required"), flavor("climate-no-gpu", "forbidden")
+	start := time.Now().UTC().Add(2 * time.Second).Truncate(time.Second)
+	r := ksCall(t, "POST", s.url+"/v1/leases", fmt.Sprintf(`{"name": "traits", "start_date": %q, "end_date": %q, "reservations": [
+		{"resource_type": "flavor:instance", "flavor_id": %q, "amount": 1}, {"resource_type": "flavor:instance", "flavor_id": %q, "amount": 1}]}`,
+		start.Format("2006-01-02 15:04:05"), start.Add(time.Hour).Format("2006-01-02 15:04:05"), gpu, noGPU), n.owner())
+	if r.status != 201 {
+		t.Fatalf("lease: %s", r)
+	}
+	leaseID := r.body["lease"].(map[string]any)["id"].(string)
+	want := map[string]string{} // reservation id → its host
+	for _, res := range r.body["lease"].(map[string]any)["reservations"].([]any) {
+		res := res.(map[string]any)
+		want[res["id"].(string)] = hosts[1]
+		if res["flavor_id"] != nil && strings.Contains(res["resource_properties"].(string), `"required"`) {
+			want[res["id"].(string)] = hosts[0]
+		}
+	}
+	n.waitFor(t, "the lease ACTIVE", 30*time.Second, func() (bool, error) {
+		r := ksCall(t, "GET", s.url+"/v1/leases/"+leaseID, "", n.owner())
+		return r.body["lease"].(map[string]any)["status"] == "ACTIVE", nil
+	})
+	for rid, host := range want {
+		if a := n.aggregate(t, rid); a == nil || !slices.Equal(a.Hosts, []string{host}) {
+			t.Fatalf("the aggregate of reservation %s: %+v, want it holding %s", rid, a, host)
+		}
+	}
+	if r := ksCall(t, "DELETE", s.url+"/v1/leases/"+leaseID, "", n.owner()); r.status != 204 {
+		t.Fatalf("deleting the lease: %s", r)
+	}
+}
