@@ -42,6 +42,9 @@ type Config struct {
 	Network *gophercloud.ServiceClient
 	// Store names the hosts of a lease (their Nova service name).
 	Store climate.Store
+	// Trusts gives tokens from a lease's trust (nil without Keystone trusts): a server
+	// group is made with its owner's (see groupClient).
+	Trusts climate.Trusts
 	// Freepool is the aggregate of free hosts (DefaultFreepool).
 	Freepool string
 	// AZPrefix prefixes a reservation's availability zone (DefaultAZPrefix).

@@ -96,8 +96,12 @@ func (d *Driver) ensureServerGroup(ctx context.Context, l *climate.Lease, r *cli
 		if *r.Affinity {
 			policy = "affinity"
 		}
-		err := d.retry(ctx, "create server group "+groupName(r.ID), func(ctx context.Context) error {
-			g, err := servergroups.Create(ctx, d.cfg.Compute, servergroups.CreateOpts{Name: groupName(r.ID), Policies: []string{policy}}).Extract()
+		owner, err := d.groupClient(ctx, l)
+		if err != nil {
+			return "", err
+		}
+		err = d.retry(ctx, "create server group "+groupName(r.ID), func(ctx context.Context) error {
+			g, err := servergroups.Create(ctx, owner, servergroups.CreateOpts{Name: groupName(r.ID), Policies: []string{policy}}).Extract()
 			if err == nil {
 				mine = g.ID
 			}
@@ -118,6 +122,29 @@ func (d *Driver) ensureServerGroup(ctx context.Context, l *climate.Lease, r *cli
 		}
 	}
 	return won, err
+}
+
+// groupClient returns the compute client that makes l's server group. Nova puts a group
+// in the project of the token that makes it and lets only that project (and admins) boot
+// into it, so it is made with a token of the lease's trust, acting as its owner, as
+// Blazar makes it with the owner's; the service user's for a lease without a trust
+// (noauth, where the lease's project is whatever the caller said).
+func (d *Driver) groupClient(ctx context.Context, l *climate.Lease) (*gophercloud.ServiceClient, error) {
+	token := climate.TrustToken(ctx) // the engine's, for this lease's events
+	if token == "" && l.TrustID != "" && d.cfg.Trusts != nil {
+		t, err := d.cfg.Trusts.Token(ctx, l.TrustID)
+		if err != nil {
+			return nil, fmt.Errorf("lease %s cannot act for its owner: its trust is gone or unusable: %w", l.ID, err)
+		}
+		token = t
+	}
+	c := d.cfg.Compute
+	if token == "" {
+		return c, nil
+	}
+	p := &gophercloud.ProviderClient{HTTPClient: c.HTTPClient, UserAgent: c.UserAgent}
+	p.SetToken(token)
+	return &gophercloud.ServiceClient{ProviderClient: p, Endpoint: c.Endpoint, ResourceBase: c.ResourceBase, Type: c.Type, Microversion: c.Microversion}, nil
 }
 
 // recordedGroup returns the server group id the store has for reservation rid.

@@ -11,10 +11,17 @@ import (
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
+	gopheros "github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/flavors"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servergroups"
+	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/projects"
+	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/roles"
+	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/tokens"
+	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/trusts"
+	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/users"
 
 	"climate"
+	"climate/keystone"
 	"climate/openstack"
 	"climate/sqlite"
 )
@@ -199,4 +206,122 @@ func TestOpenStackDriverServerGroupRace(t *testing.T) {
 	if c := n.serverGroups(t, rid); c != 0 {
 		t.Fatalf("%d server groups left after the end", c)
 	}
+}
+
+// A server group is made in the lease owner's project, through the lease's Keystone trust
+// (the service user's token scoped to the trust, as Blazar makes it with the owner's):
+// Nova lets only that project boot into it. A project with a member, whose trust to the
+// service user (admin) the lease carries, sees its reservation's group; the end deletes it.
+func TestOpenStackDriverServerGroupInOwnersProject(t *testing.T) {
+	n := needNova(t)
+	n.reset(t)
+	ctx := context.Background()
+	admin := n.identity(t, "admin", "adminpass", "admin")
+	project, userID := n.tenant(t, admin, "climate-tenant", "climate-tenant-user", "tenantpass")
+	tenant := n.identity(t, "climate-tenant-user", "tenantpass", "climate-tenant")
+	adminUser, err := admin.ProviderClient.GetAuthResult().(tokens.CreateResult).ExtractUser()
+	must(t, err)
+	trust, err := trusts.Create(ctx, tenant, trusts.CreateOpts{TrustorUserID: userID, TrusteeUserID: adminUser.ID, ProjectID: project,
+		Impersonation: true, Roles: []trusts.Role{{Name: "member"}}}).Extract()
+	must(t, err)
+	t.Cleanup(func() { _ = trusts.Delete(context.Background(), admin, trust.ID).ExtractErr() })
+
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "climate.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ks, err := keystone.New(ctx, keystone.Config{AuthURL: n.ksURL, Username: "admin", Password: "adminpass", Project: "admin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clients, err := openstack.Connect(ctx, openstack.Auth{URL: n.ksURL, Username: "admin", Password: "adminpass", Project: "admin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := openstack.New(openstack.Config{Compute: clients.Compute, Placement: clients.Placement, Store: st, Trusts: keystone.Trusts{Client: ks},
+		Backoff: 100 * time.Millisecond})
+	now := time.Now().UTC().Truncate(time.Second)
+	affinity := true
+	l := &climate.Lease{ID: climate.NewID(), Name: "owned", ProjectID: project, UserID: userID, TrustID: trust.ID, Start: now.Add(time.Hour),
+		End: now.Add(2 * time.Hour), Status: climate.LeasePending, CreatedAt: now, Reservations: []climate.Reservation{{ID: climate.NewID(),
+			ResourceType: openstack.InstanceType, Status: climate.ReservationPending, Amount: 1, Size: climate.Size{VCPUs: 1, MemoryMB: 64},
+			Affinity: &affinity, ServerGroupID: climate.NewID(), CreatedAt: now}}}
+	if err := st.Update(ctx, func(tx climate.Tx) error { return tx.InsertLease(ctx, l) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Reserve(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	ids := n.serverGroupIDs(t, l.Reservations[0].ID)
+	if len(ids) != 1 {
+		t.Fatalf("server groups of the reservation: %v, want one", ids)
+	}
+	tenantCompute, err := gopheros.NewComputeV2(tenant.ProviderClient, gophercloud.EndpointOpts{})
+	must(t, err)
+	tenantCompute.Microversion = "2.13" // the group's project_id and user_id
+	g, err := servergroups.Get(ctx, tenantCompute, ids[0]).Extract()
+	if err != nil {
+		t.Fatalf("the owner reading its reservation's server group: %s", openstack.Message(err))
+	}
+	if g.ProjectID != project || g.UserID != userID {
+		t.Fatalf("the server group belongs to project %s, user %s; want the owner's, %s and %s", g.ProjectID, g.UserID, project, userID)
+	}
+	if err := d.OnEnd(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	if ids := n.serverGroupIDs(t, l.Reservations[0].ID); len(ids) != 0 {
+		t.Fatalf("server groups left after the end: %v", ids)
+	}
+}
+
+// identity returns an identity client authenticated as user on project (Default domain).
+func (n *testNova) identity(t *testing.T, user, password, project string) *gophercloud.ServiceClient {
+	t.Helper()
+	provider, err := gopheros.AuthenticatedClient(context.Background(), gophercloud.AuthOptions{IdentityEndpoint: n.ksURL, Username: user,
+		Password: password, DomainName: "Default", Scope: &gophercloud.AuthScope{ProjectName: project, DomainName: "Default"}})
+	if err != nil {
+		t.Fatalf("authenticating as %s: %v", user, err)
+	}
+	c, err := gopheros.NewIdentityV3(provider, gophercloud.EndpointOpts{})
+	must(t, err)
+	return c
+}
+
+// tenant returns the ids of project and of user, a member of it with password, each made
+// unless it exists (kept across runs).
+func (n *testNova) tenant(t *testing.T, admin *gophercloud.ServiceClient, project, user, password string) (projectID, userID string) {
+	t.Helper()
+	ctx := context.Background()
+	pages, err := projects.List(admin, projects.ListOpts{Name: project}).AllPages(ctx)
+	must(t, err)
+	ps, err := projects.ExtractProjects(pages)
+	must(t, err)
+	if len(ps) > 0 {
+		projectID = ps[0].ID
+	} else {
+		p, err := projects.Create(ctx, admin, projects.CreateOpts{Name: project, DomainID: "default"}).Extract()
+		must(t, err)
+		projectID = p.ID
+	}
+	upages, err := users.List(admin, users.ListOpts{Name: user}).AllPages(ctx)
+	must(t, err)
+	us, err := users.ExtractUsers(upages)
+	must(t, err)
+	if len(us) > 0 {
+		userID = us[0].ID
+	} else {
+		u, err := users.Create(ctx, admin, users.CreateOpts{Name: user, Password: password, DomainID: "default", DefaultProjectID: projectID}).Extract()
+		must(t, err)
+		userID = u.ID
+	}
+	rpages, err := roles.List(admin, roles.ListOpts{Name: "member"}).AllPages(ctx)
+	must(t, err)
+	rs, err := roles.ExtractRoles(rpages)
+	must(t, err)
+	if len(rs) != 1 {
+		t.Fatalf("roles named member: %v", rs)
+	}
+	must(t, roles.Assign(ctx, admin, rs[0].ID, roles.AssignOpts{UserID: userID, ProjectID: projectID}).ExtractErr())
+	return projectID, userID
 }

@@ -421,7 +421,7 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 	}
 	ready := metrics.NewReadiness(checks...)
 	mtr := metrics.New(&metrics.StoreCollector{Store: st, Clock: clk}, ready)
-	drv, err := openstackDriver(ctx, o, st, log) // nil: standalone
+	drv, err := openstackDriver(ctx, o, st, trusts, log) // nil: standalone
 	if err != nil {
 		return err
 	}

@@ -84,7 +84,7 @@ func runMonitor(ctx context.Context, wg *sync.WaitGroup, o *driverOptions, drv *
 }
 
 // openstackDriver returns the driver --driver names, connected (nil for standalone).
-func openstackDriver(ctx context.Context, o *serveOptions, st climate.Store, log *slog.Logger) (*openstack.Driver, error) {
+func openstackDriver(ctx context.Context, o *serveOptions, st climate.Store, trusts climate.Trusts, log *slog.Logger) (*openstack.Driver, error) {
 	d := &o.driver
 	switch d.name {
 	case "", "standalone":
@@ -120,7 +120,7 @@ func openstackDriver(ctx context.Context, o *serveOptions, st climate.Store, log
 		placement = clients.Placement.Endpoint
 	}
 	log.Info("OpenStack driver: acting on Nova", "nova", clients.Compute.Endpoint, "placement", placement, "freepool", d.freepool)
-	return openstack.New(openstack.Config{Compute: clients.Compute, Placement: clients.Placement, Network: clients.Network, Store: st, Freepool: d.freepool, AZPrefix: d.azPrefix,
+	return openstack.New(openstack.Config{Compute: clients.Compute, Placement: clients.Placement, Network: clients.Network, Store: st, Trusts: trusts, Freepool: d.freepool, AZPrefix: d.azPrefix,
 		DeleteTimeout: d.deleteTimeout, Attempts: d.attempts, Backoff: d.backoff, Logger: log, Changed: freezer(d.freezeAt, d.freezeFile, log)}), nil
 }
 
