@@ -431,3 +431,37 @@ func (d *Driver) clearServers(ctx context.Context, what string, opts servers.Lis
 	}
 	return d.waitGone(ctx, what, list)
 }
+
+// Flavor reads Nova's flavor id with its extra specs (what flavor:instance reserves, as
+// Blazar reads it); climate.CodeNotFound when Nova has none.
+func (d *Driver) Flavor(ctx context.Context, id string) (*climate.Flavor, error) {
+	var f *flavors.Flavor
+	err := d.retry(ctx, "read flavor "+id, func(ctx context.Context) error {
+		var err error
+		f, err = flavors.Get(ctx, d.cfg.Compute, id).Extract()
+		if gophercloud.ResponseCodeIs(err, 404) {
+			f = nil
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return nil, climate.Errorf(climate.CodeUnavailable, "Nova: %s", err)
+	}
+	if f == nil {
+		return nil, climate.Errorf(climate.CodeNotFound, "Flavor %s not found", id)
+	}
+	var specs map[string]string
+	err = d.retry(ctx, "read the extra specs of flavor "+id, func(ctx context.Context) error {
+		var err error
+		specs, err = flavors.ListExtraSpecs(ctx, d.cfg.Compute, id).Extract()
+		return err
+	})
+	if err != nil {
+		return nil, climate.Errorf(climate.CodeUnavailable, "Nova: %s", err)
+	}
+	if len(specs) == 0 {
+		specs = nil
+	}
+	return &climate.Flavor{ID: f.ID, Name: f.Name, VCPUs: f.VCPUs, RAM: f.RAM, Disk: f.Disk, Ephemeral: f.Ephemeral, ExtraSpecs: specs}, nil
+}

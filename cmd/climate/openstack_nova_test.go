@@ -621,6 +621,21 @@ func TestOpenStackDriverFlavorReservation(t *testing.T) {
 		map[string]string{"hw:cpu_policy": "shared"})
 }
 
+// With the driver, a flavor:instance reservation may name a flavor of Nova's that Climate's
+// registry does not have, as Blazar's reads Nova's: its sizes (and extra specs) are Nova's.
+func TestOpenStackDriverNovaFlavorReservation(t *testing.T) {
+	n := needNova(t)
+	hosts := n.reset(t)
+	plainFlavor, imageID := n.bootable(t)
+	s := n.serve(t, hosts)
+	n.instanceScenario(t, s, hosts, plainFlavor, imageID, fmt.Sprintf(`{"resource_type": "flavor:instance", "flavor_id": %q, "amount": 1}`, plainFlavor), nil)
+	r := ksCall(t, "POST", s.url+"/v1/leases", `{"name": "ghost", "start_date": "2050-01-01 10:00", "end_date": "2050-01-01 11:00",
+		"reservations": [{"resource_type": "flavor:instance", "flavor_id": "no-such-flavor", "amount": 1}]}`, n.owner())
+	if r.status != 400 || !strings.Contains(r.raw, "no-such-flavor") {
+		t.Fatalf("a lease of a flavor neither Climate nor Nova has: %s, want a 400 naming it", r)
+	}
+}
+
 // instanceScenario leases reservation (one instance reservation of amount 1) from 2 s
 // ahead and checks Blazar's instance behaviour in Nova; the reservation's flavor must have
 // the extra specs specs besides Blazar's.

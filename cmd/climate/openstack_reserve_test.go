@@ -26,7 +26,8 @@ import (
 	"climate/sqlite"
 )
 
-// As Blazar's reserve_resource, a lease's creation makes in Nova, long before its start:
+// As Blazar's reserve_resource, a lease's creation makes in Nova, before it answers and
+// long before its start:
 // the host reservation's aggregate (Blazar's zone and owner, no host: the freepool keeps
 // them), and for an instance reservation with affinity true the server group
 // reservation:<id> (policy affinity) whose id the API shows as server_group_id, the
@@ -50,12 +51,12 @@ func TestOpenStackDriverReservesAtCreation(t *testing.T) {
 	created := time.Now()
 	lease := r.body["lease"].(map[string]any)
 	leaseID := lease["id"].(string)
-	var hostRID, instRID string
+	var hostRID, instRID, answered string
 	for _, res := range lease["reservations"].([]any) {
 		if res := res.(map[string]any); res["resource_type"] == "physical:host" {
 			hostRID = res["id"].(string)
 		} else {
-			instRID = res["id"].(string)
+			instRID, answered = res["id"].(string), res["server_group_id"].(string)
 		}
 	}
 	rc := "CUSTOM_RESERVATION_" + strings.ToUpper(strings.ReplaceAll(instRID, "-", "_"))
@@ -89,6 +90,9 @@ func TestOpenStackDriverReservesAtCreation(t *testing.T) {
 		return err == nil && n.aggregate(t, hostRID) != nil && n.aggregate(t, instRID) != nil, err
 	})
 	t.Logf("lease created → aggregates, server group and flavor in Nova: %s", ready.Sub(created).Round(time.Millisecond))
+	if answered != group.ID {
+		t.Fatalf("the creation answered server_group_id %s, Nova's group is %s (Blazar's tempest test boots into the answered one)", answered, group.ID)
+	}
 	if group.Name != "reservation:"+instRID || group.Policy == nil || *group.Policy != "affinity" || group.ProjectID != n.project {
 		t.Fatalf("the server group: %+v, want reservation:%s, policy affinity, project %s", group, instRID, n.project)
 	}

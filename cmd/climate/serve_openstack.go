@@ -18,6 +18,8 @@ import (
 	"climate/notify"
 	"climate/openstack"
 	"climate/postgres"
+	"climate/resource"
+	"climate/resource/builtin"
 )
 
 // driverOptions choose what lease events do besides hooks: nothing (standalone) or the
@@ -169,6 +171,61 @@ func hostService(mgr climate.HostService, drv *openstack.Driver, pol climate.Pol
 		return mgr
 	}
 	return openstack.Hosts{HostService: mgr, Driver: drv, Policy: pol}
+}
+
+// leaseService is the API's lease service: with the driver, a creation makes in Nova what
+// Blazar's plugins make at creation before it answers, so the answer shows Nova's
+// server_group_id (Blazar's tempest tests boot into it at once).
+func leaseService(mgr *manager.Manager, drv *openstack.Driver, log *slog.Logger) climate.LeaseService {
+	if drv == nil {
+		return mgr
+	}
+	return reservingLeases{mgr, drv, log}
+}
+
+// reservingLeases is the manager's lease service whose creation runs the driver's Reserve.
+// The lease.create notification runs it again (at least once, idempotent), and so does
+// the start: a failure here is only logged and the lease is answered as the manager made it.
+type reservingLeases struct {
+	*manager.Manager
+	drv *openstack.Driver
+	log *slog.Logger
+}
+
+func (l reservingLeases) CreateLease(ctx context.Context, who climate.Identity, req climate.LeaseRequest) (*climate.Lease, error) {
+	lease, err := l.Manager.CreateLease(ctx, who, req)
+	if err != nil || lease.Status != climate.LeasePending {
+		return lease, err
+	}
+	if err := l.drv.Reserve(ctx, lease); err != nil {
+		l.log.Warn("openstack: making a new lease's reservations in Nova failed; its start will try again", "lease", lease.ID, "err", err)
+		return lease, nil
+	}
+	if made, err := l.Manager.GetLease(ctx, who, lease.ID); err == nil {
+		return made, nil // with Nova's server group ids
+	}
+	return lease, nil
+}
+
+// resourceTypes are the manager's resource types (nil: the built-in ones, flavor:instance
+// reserving flavors of Climate's registry); with the driver, a flavor:instance flavor not
+// in the registry is Nova's, as Blazar reads it from Nova.
+func resourceTypes(st climate.Store, drv *openstack.Driver) resource.Types {
+	if drv == nil {
+		return nil
+	}
+	return builtin.Types(func(ctx context.Context, id string) (*climate.Flavor, error) {
+		var f *climate.Flavor
+		err := st.View(ctx, func(tx climate.Tx) error {
+			var err error
+			f, err = tx.GetFlavor(ctx, id)
+			return err
+		})
+		if climate.ErrorCode(err) == climate.CodeNotFound {
+			return drv.Flavor(ctx, id)
+		}
+		return f, err
+	})
 }
 
 // floatingIPService is the API's floating IP service: with the driver, addresses are
