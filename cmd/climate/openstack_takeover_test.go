@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -76,22 +78,31 @@ func takeoverScenario(t *testing.T, freezeAt string) {
 	a := replicas[0]
 	// The first host whole, a slot on the other (a host reserved whole has no slots).
 	start := time.Now().UTC().Add(3 * time.Second).Truncate(time.Second)
-	r := ksCall(t, "POST", a.url+"/v1/leases", fmt.Sprintf(`{"name": "taken-over", "start_date": %q, "end_date": %q, "reservations": [
+	body := fmt.Sprintf(`{"name": "taken-over", "start_date": %q, "end_date": %q, "reservations": [
 		{"resource_type": "physical:host", "min": 1, "max": 1, "hypervisor_properties": "[\"==\", \"$hypervisor_hostname\", \"%s\"]", "resource_properties": ""},
 		{"resource_type": "virtual:instance", "amount": 1, "vcpus": 1, "memory_mb": 64, "disk_gb": 0, "affinity": false, "resource_properties": ""},
 		{"resource_type": "virtual:floatingip", "network_id": %q, "amount": 1}]}`,
-		start.Format("2006-01-02 15:04:05"), start.Add(time.Hour).Format("2006-01-02 15:04:05"), hosts[0], netID), n.owner())
-	if r.status != 201 {
-		t.Fatalf("lease: %s", r)
+		start.Format("2006-01-02 15:04:05"), start.Add(time.Hour).Format("2006-01-02 15:04:05"), hosts[0], netID)
+	// The creation makes the server group before it answers: it may be the one frozen, so
+	// it is sent aside and the lease read back from the list.
+	created := make(chan createAnswer, 1)
+	go func() { created <- postJSON(a.url+"/v1/leases", body, n.owner()) }()
+	var leaseID, hostRID, instRID, fipRID string
+	var rids map[string]string // reservation ids by resource type
+	readLease := func(s *benchServer) {
+		t.Helper()
+		r := ksCall(t, "GET", s.url+"/v1/leases", "", n.owner())
+		list, _ := r.body["leases"].([]any)
+		if len(list) != 1 {
+			t.Fatalf("leases: %s, want the one made", r)
+		}
+		lease := list[0].(map[string]any)
+		leaseID, rids = lease["id"].(string), map[string]string{}
+		for _, res := range lease["reservations"].([]any) {
+			res := res.(map[string]any)
+			rids[res["resource_type"].(string)] = res["id"].(string)
+		}
 	}
-	lease := r.body["lease"].(map[string]any)
-	leaseID := lease["id"].(string)
-	rids := map[string]string{} // by resource type
-	for _, res := range lease["reservations"].([]any) {
-		res := res.(map[string]any)
-		rids[res["resource_type"].(string)] = res["id"].(string)
-	}
-	hostRID, instRID, fipRID := rids["physical:host"], rids[openstack.InstanceType], rids[openstack.FloatingIPType]
 	var group string // the instance reservation's server_group_id
 	status := func(s *benchServer) string {
 		t.Helper()
@@ -134,6 +145,8 @@ func takeoverScenario(t *testing.T, freezeAt string) {
 	if victim == nil {
 		t.Fatalf("the frozen process %d is neither replica", pid)
 	}
+	readLease(survivor)
+	hostRID, instRID, fipRID = rids["physical:host"], rids[openstack.InstanceType], rids[openstack.FloatingIPType]
 	frozenIn := status(survivor)
 	switch got := frozenIn; {
 	case got == "STARTING":
@@ -152,6 +165,9 @@ func takeoverScenario(t *testing.T, freezeAt string) {
 	}
 	killed := time.Now()
 	victim.stop()
+	if answer := <-created; victim != a && answer.status != 201 {
+		t.Fatalf("the lease's creation: %d %s %v", answer.status, answer.body, answer.err)
+	} // else its process was killed before it answered
 	t.Logf("SIGKILLed the replica frozen after %q (the lease %s)", strings.TrimSpace(line), frozenIn)
 
 	done := n.waitFor(t, "the start completed by the other replica", time.Minute, func() (bool, error) {
@@ -223,4 +239,30 @@ func takeoverScenario(t *testing.T, freezeAt string) {
 	if fips := n.floatingIPs(t, "floating_ip_address="+addr); len(fips) != 0 {
 		t.Fatalf("floating IPs left after the end: %v", fips)
 	}
+}
+
+// createAnswer is what a POST got: a status and body, or an error (no answer).
+type createAnswer struct {
+	status int
+	body   string
+	err    error
+}
+
+// postJSON POSTs body to url with headers, for a goroutine (no testing.T).
+func postJSON(url, body string, headers map[string]string) createAnswer {
+	req, err := http.NewRequest("POST", url, strings.NewReader(body))
+	if err != nil {
+		return createAnswer{err: err}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return createAnswer{err: err}
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	return createAnswer{status: resp.StatusCode, body: string(data), err: err}
 }
