@@ -3,11 +3,14 @@ package openstack
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"slices"
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/attributestags"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 
 	"climate"
 )
@@ -93,6 +96,7 @@ func (d *Driver) startFloatingIPs(ctx context.Context, l *climate.Lease, r *clim
 			if err != nil {
 				return err
 			}
+			d.changed(ctx, "create floating IP "+f.Address)
 		case found[0].ProjectID == l.ProjectID:
 			fip = &found[0] // an earlier run's
 		default:
@@ -143,4 +147,81 @@ func (d *Driver) endFloatingIPs(ctx context.Context, rid string) error {
 		}
 	}
 	return nil
+}
+
+// FloatingIPs is the floating IP service with Blazar's Neutron side (climate.FloatingIPService
+// around the manager's): registering an address checks, as Blazar's FloatingIPPool, that its
+// network exists in Neutron and that one of the network's subnets holds the address outside
+// its allocation pools and gateway (else Neutron could hand it out), and records that
+// subnet. Policy is checked first, so callers who may not register addresses never make
+// Climate call Neutron.
+type FloatingIPs struct {
+	climate.FloatingIPService
+	Driver *Driver
+	Policy climate.Policy
+}
+
+// CreateFloatingIP registers an address of Neutron's, as Blazar does.
+func (f FloatingIPs) CreateFloatingIP(ctx context.Context, who climate.Identity, req climate.FloatingIPRequest) (*climate.FloatingIP, error) {
+	if err := f.Policy.Check(who, "blazar:floatingips:post", who.OwnTarget()); err != nil {
+		return nil, err
+	}
+	addr, err := netip.ParseAddr(req.Address)
+	if req.FloatingNetworkID == "" || err != nil || f.Driver.cfg.Network == nil {
+		return f.FloatingIPService.CreateFloatingIP(ctx, who, req) // its messages for bad input
+	}
+	subnet, err := f.Driver.subnetFor(ctx, req.FloatingNetworkID, addr)
+	if err != nil {
+		return nil, err
+	}
+	if req.SubnetID != "" && req.SubnetID != subnet {
+		return nil, climate.Errorf(climate.CodeInvalid, "The floating IP %s is in subnet %s, not %s", addr, subnet, req.SubnetID)
+	}
+	req.SubnetID = subnet
+	return f.FloatingIPService.CreateFloatingIP(ctx, who, req)
+}
+
+// subnetFor returns the subnet of network that may hold addr as a reserved floating IP.
+func (d *Driver) subnetFor(ctx context.Context, network string, addr netip.Addr) (string, error) {
+	var net *networks.Network
+	err := d.retry(ctx, "read network "+network, func(ctx context.Context) error {
+		n, err := networks.Get(ctx, d.cfg.Network, network).Extract()
+		if gophercloud.ResponseCodeIs(err, 404) {
+			return nil
+		}
+		net = n
+		return err
+	})
+	if err != nil {
+		return "", climate.Errorf(climate.CodeUnavailable, "Neutron: %s", err)
+	}
+	if net == nil {
+		return "", climate.Errorf(climate.CodeInvalid, "Failed to find network %s", network)
+	}
+	for _, id := range net.Subnets {
+		var s *subnets.Subnet
+		err := d.retry(ctx, "read subnet "+id, func(ctx context.Context) error {
+			var err error
+			s, err = subnets.Get(ctx, d.cfg.Network, id).Extract()
+			return err
+		})
+		if err != nil {
+			return "", climate.Errorf(climate.CodeUnavailable, "Neutron: %s", err)
+		}
+		cidr, err := netip.ParsePrefix(s.CIDR)
+		if err != nil || !cidr.Contains(addr) {
+			continue
+		}
+		used := s.GatewayIP != "" && s.GatewayIP == addr.String()
+		for _, p := range s.AllocationPools {
+			lo, lerr := netip.ParseAddr(p.Start)
+			hi, herr := netip.ParseAddr(p.End)
+			used = used || (lerr == nil && herr == nil && lo.Compare(addr) <= 0 && addr.Compare(hi) <= 0)
+		}
+		if used {
+			return "", climate.Errorf(climate.CodeInvalid, "The floating IP %s is used in allocation_pools or gateway_ip in subnet %s .", addr, s.ID)
+		}
+		return s.ID, nil
+	}
+	return "", climate.Errorf(climate.CodeNotFound, "Valid subnet for the floating IP %s is not found.", addr)
 }

@@ -3,6 +3,7 @@ package openstack
 import (
 	"context"
 	"encoding/json"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,7 +18,8 @@ import (
 // manager's): registering a host looks its hypervisor up in Nova by name (or id), refuses
 // one with servers, takes vcpus, memory, disk, the hypervisor's details, its service name
 // and availability zone from Nova (dropping what the request says of them, as Blazar), and
-// adds it to the freepool; deleting a host refuses one with servers and takes it out of
+// each placement trait T of its compute node as the extra capability T = "true" (what
+// flavor:instance's trait:T filters on), and adds it to the freepool; deleting a host refuses one with servers and takes it out of
 // the freepool. Policy is checked first, so callers who may not manage hosts never make
 // Climate call Nova.
 type Hosts struct {
@@ -53,11 +55,18 @@ func (h Hosts) CreateHost(ctx context.Context, who climate.Identity, fields map[
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]string, len(fields)+len(novaFields))
+	traits, err := h.Driver.traits(ctx, hv.HypervisorHostname)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(fields)+len(novaFields)+len(traits))
 	for k, v := range fields {
 		if !slices.Contains(novaFields, k) {
 			out[k] = v
 		}
+	}
+	for _, t := range traits {
+		out[t] = "true" // how flavor:instance's trait:T=required finds its hosts
 	}
 	out["name"] = hv.HypervisorHostname
 	out["service_name"] = hv.Service.Host
@@ -173,6 +182,26 @@ func (d *Driver) hypervisor(ctx context.Context, name string) (*hypervisor, erro
 		return &found[0], nil
 	}
 	return nil, climate.Errorf(climate.CodeConflict, "There are %d hypervisors named %s in Nova", len(found), name)
+}
+
+// traits returns the placement traits of hypervisor's compute node provider (none without
+// Placement), but those too long for an extra capability's name (64 characters).
+func (d *Driver) traits(ctx context.Context, hypervisor string) ([]string, error) {
+	if d.cfg.Placement == nil {
+		return nil, nil
+	}
+	found, err := d.providers(ctx, url.Values{"name": {hypervisor}})
+	if err != nil || len(found) == 0 {
+		return nil, err
+	}
+	var body struct {
+		Traits []string `json:"traits"`
+	}
+	err = d.retry(ctx, "list the traits of "+hypervisor, func(ctx context.Context) error {
+		_, err := d.cfg.Placement.Get(ctx, d.cfg.Placement.ServiceURL("resource_providers", found[0].UUID, "traits"), &body, nil)
+		return err
+	})
+	return slices.DeleteFunc(body.Traits, func(t string) bool { return len(t) > 64 }), err
 }
 
 // refuseServers is Blazar's HostHavingServers: a conflict when Nova has servers on host.

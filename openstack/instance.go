@@ -24,10 +24,13 @@ import (
 // holds the hosts of the slots, which stay in the freepool; on each host's placement
 // provider blazar_<hypervisor> (a child of its compute node) an inventory of that class
 // counts the host's slots, so Nova's scheduler places at most amount servers, on the hosts
-// Climate planned (which is also how affinity holds: no server group is made). Blazar
-// makes the flavor and aggregate at lease creation; here, at the start, with the flavor
-// access for the project. At the end the access goes, every server of the flavor is
-// deleted and waited for, then the inventories, class, flavor and aggregate.
+// Climate planned. A reservation with an affinity also gets the server group
+// reservation:<id> (policy affinity or anti-affinity; its id is the reservation's
+// server_group_id and the flavor's and aggregate's affinity_id), for boots with the hint
+// group=<id>. The class, group, flavor and aggregate are made at the lease's creation
+// (reserve.go), the access for the project, hosts and inventories at the start. At the
+// end the access goes, every server of the flavor is deleted and waited for, then the
+// inventories, class, server group, flavor and aggregate.
 
 // InstanceType and FlavorType are the resource_types of instance reservations: slots of
 // a size, or of a flavor (whose copy, extra specs included, the reservation keeps as JSON
@@ -77,8 +80,12 @@ func (d *Driver) startInstances(ctx context.Context, l *climate.Lease, r *climat
 }
 
 func (d *Driver) makeInstances(ctx context.Context, l *climate.Lease, r *climate.Reservation) error {
-	if d.cfg.Placement == nil {
-		return fmt.Errorf("instance reservations need Placement, which Keystone's catalog does not list")
+	agg, err := d.reserveInstances(ctx, l, r)
+	if err != nil {
+		return err
+	}
+	if err := d.giveAccess(ctx, r.ID, l.ProjectID); err != nil {
+		return err
 	}
 	hosts, err := d.hosts(ctx, r)
 	if err != nil {
@@ -88,43 +95,39 @@ func (d *Driver) makeInstances(ctx context.Context, l *climate.Lease, r *climate
 	for _, a := range r.Allocations {
 		slots[a.ResourceID] += max(a.Slots, 1)
 	}
-	rc := resourceClass(r.ID)
-	if err := d.retry(ctx, "create resource class "+rc, func(ctx context.Context) error {
-		_, err := d.cfg.Placement.Put(ctx, d.cfg.Placement.ServiceURL("resource_classes", rc), nil, nil, &gophercloud.RequestOpts{OkCodes: []int{201, 204}})
-		return err
-	}); err != nil {
-		return err
-	}
-	if err := d.ensureFlavor(ctx, r, rc, l.ProjectID); err != nil {
-		return err
-	}
-	agg, err := d.ensureAggregateWith(ctx, r.ID, "", map[string]string{"reservation": r.ID, "filter_tenant_id": l.ProjectID, OwnerKey: l.ProjectID})
-	if err != nil {
-		return err
-	}
 	for _, h := range hosts {
 		if !slices.Contains(agg.Hosts, h.name) {
 			if err := d.hostAction(ctx, agg, h.name, true); err != nil { // it stays in the freepool
 				return err
 			}
 		}
-		if err := d.setInventory(ctx, h.hypervisor, rc, slots[h.id]); err != nil {
+		if err := d.setInventory(ctx, h.hypervisor, resourceClass(r.ID), slots[h.id]); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// ensureFlavor makes r's private flavor with its extra specs and gives project access.
-func (d *Driver) ensureFlavor(ctx context.Context, r *climate.Reservation, rc, project string) error {
+// ensureFlavor makes r's private flavor with its extra specs (affinity_id names its
+// server group, if any). A flavor of another size (the reservation was resized before
+// its start) is made again, as Blazar does.
+func (d *Driver) ensureFlavor(ctx context.Context, r *climate.Reservation, rc, group string) error {
 	c := d.cfg.Compute
 	src, err := flavorOf(r)
 	if err != nil {
 		return err
 	}
+	made := false
 	err = d.retry(ctx, "create flavor "+r.ID, func(ctx context.Context) error {
-		_, err := flavors.Get(ctx, c, r.ID).Extract()
-		if !gophercloud.ResponseCodeIs(err, 404) {
+		cur, err := flavors.Get(ctx, c, r.ID).Extract()
+		switch {
+		case err == nil && cur.VCPUs == src.VCPUs && cur.RAM == src.RAM && cur.Disk == src.Disk && cur.Ephemeral == src.Ephemeral:
+			return nil
+		case err == nil: // resized: made again
+			if err := flavors.Delete(ctx, c, r.ID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, 404) {
+				return err
+			}
+		case !gophercloud.ResponseCodeIs(err, 404):
 			return err
 		}
 		private := false
@@ -133,10 +136,14 @@ func (d *Driver) ensureFlavor(ctx context.Context, r *climate.Reservation, rc, p
 		if gophercloud.ResponseCodeIs(err, 409) {
 			return nil // made by an attempt whose answer was lost
 		}
+		made = err == nil
 		return err
 	})
 	if err != nil {
 		return err
+	}
+	if made {
+		d.changed(ctx, "create flavor "+r.ID)
 	}
 	specs := flavors.ExtraSpecsOpts{}
 	for k, v := range src.ExtraSpecs {
@@ -144,15 +151,19 @@ func (d *Driver) ensureFlavor(ctx context.Context, r *climate.Reservation, rc, p
 	}
 	specs["aggregate_instance_extra_specs:reservation"] = r.ID
 	specs["resources:"+rc] = "1"
-	err = d.retry(ctx, "set the extra specs of flavor "+r.ID, func(ctx context.Context) error {
+	if group != "" {
+		specs["affinity_id"] = group
+	}
+	return d.retry(ctx, "set the extra specs of flavor "+r.ID, func(ctx context.Context) error {
 		_, err := flavors.CreateExtraSpecs(ctx, c, r.ID, specs).Extract()
 		return err
 	})
-	if err != nil {
-		return err
-	}
-	return d.retry(ctx, "give project "+project+" access to flavor "+r.ID, func(ctx context.Context) error {
-		_, err := flavors.AddAccess(ctx, c, r.ID, flavors.AddAccessOpts{Tenant: project}).Extract()
+}
+
+// giveAccess lets project boot with the private flavor rid (at the start, as Blazar).
+func (d *Driver) giveAccess(ctx context.Context, rid, project string) error {
+	return d.retry(ctx, "give project "+project+" access to flavor "+rid, func(ctx context.Context) error {
+		_, err := flavors.AddAccess(ctx, d.cfg.Compute, rid, flavors.AddAccessOpts{Tenant: project}).Extract()
 		if gophercloud.ResponseCodeIs(err, 409) {
 			return nil // it has it already
 		}
@@ -180,6 +191,7 @@ func (d *Driver) ensureAggregateWith(ctx context.Context, name, zone string, met
 		if err != nil {
 			return nil, err
 		}
+		d.changed(ctx, "create aggregate "+name)
 	}
 	missing := map[string]any{}
 	for k, v := range meta {
@@ -381,6 +393,9 @@ func (d *Driver) endInstances(ctx context.Context, rid string) error {
 			return err
 		}
 	}
+	if err := d.endServerGroups(ctx, rid); err != nil {
+		return err
+	}
 	// The hosts never left the freepool: they only leave this aggregate.
 	agg, err := d.findAggregate(ctx, rid)
 	if err != nil || agg == nil {
@@ -415,4 +430,38 @@ func (d *Driver) clearServers(ctx context.Context, what string, opts servers.Lis
 		return out, err
 	}
 	return d.waitGone(ctx, what, list)
+}
+
+// Flavor reads Nova's flavor id with its extra specs (what flavor:instance reserves, as
+// Blazar reads it); climate.CodeNotFound when Nova has none.
+func (d *Driver) Flavor(ctx context.Context, id string) (*climate.Flavor, error) {
+	var f *flavors.Flavor
+	err := d.retry(ctx, "read flavor "+id, func(ctx context.Context) error {
+		var err error
+		f, err = flavors.Get(ctx, d.cfg.Compute, id).Extract()
+		if gophercloud.ResponseCodeIs(err, 404) {
+			f = nil
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return nil, climate.Errorf(climate.CodeUnavailable, "Nova: %s", err)
+	}
+	if f == nil {
+		return nil, climate.Errorf(climate.CodeNotFound, "Flavor %s not found", id)
+	}
+	var specs map[string]string
+	err = d.retry(ctx, "read the extra specs of flavor "+id, func(ctx context.Context) error {
+		var err error
+		specs, err = flavors.ListExtraSpecs(ctx, d.cfg.Compute, id).Extract()
+		return err
+	})
+	if err != nil {
+		return nil, climate.Errorf(climate.CodeUnavailable, "Nova: %s", err)
+	}
+	if len(specs) == 0 {
+		specs = nil
+	}
+	return &climate.Flavor{ID: f.ID, Name: f.Name, VCPUs: f.VCPUs, RAM: f.RAM, Disk: f.Disk, Ephemeral: f.Ephemeral, ExtraSpecs: specs}, nil
 }

@@ -42,6 +42,9 @@ type Config struct {
 	Network *gophercloud.ServiceClient
 	// Store names the hosts of a lease (their Nova service name).
 	Store climate.Store
+	// Trusts gives tokens from a lease's trust (nil without Keystone trusts): a server
+	// group is made with its owner's (see groupClient).
+	Trusts climate.Trusts
 	// Freepool is the aggregate of free hosts (DefaultFreepool).
 	Freepool string
 	// AZPrefix prefixes a reservation's availability zone (DefaultAZPrefix).
@@ -56,6 +59,10 @@ type Config struct {
 	Attempts int
 	Backoff  time.Duration
 	Logger   *slog.Logger
+	// Changed, when set, is called after each call that changed OpenStack (what names
+	// it: "create aggregate <id>", "add host <h> to aggregate <id>", …), so a crash test
+	// can stop the process in the middle of an action.
+	Changed func(ctx context.Context, what string)
 }
 
 // Driver carries out lease events in Nova (the engine's Actions).
@@ -213,39 +220,10 @@ func (d *Driver) start(ctx context.Context, l *climate.Lease, r *climate.Reserva
 	return nil
 }
 
-// ensureAggregate returns the reservation's aggregate, made (with Blazar's name,
+// ensureAggregate returns the host reservation's aggregate, made (with Blazar's name,
 // availability zone and owner) unless it exists.
 func (d *Driver) ensureAggregate(ctx context.Context, rid, project string) (*aggregates.Aggregate, error) {
-	agg, err := d.findAggregate(ctx, rid)
-	if err != nil {
-		return nil, err
-	}
-	if agg == nil {
-		err = d.retry(ctx, "create aggregate "+rid, func(ctx context.Context) error {
-			a, err := aggregates.Create(ctx, d.cfg.Compute, aggregates.CreateOpts{Name: rid, AvailabilityZone: d.cfg.AZPrefix + rid}).Extract()
-			if gophercloud.ResponseCodeIs(err, 409) {
-				// Made by an attempt whose answer was lost: use it.
-				if a, err = d.findAggregate(ctx, rid); err == nil && a == nil {
-					err = fmt.Errorf("Nova says aggregate %s exists but does not list it", rid)
-				}
-			}
-			agg = a
-			return err
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	if agg.Metadata[OwnerKey] != project {
-		err = d.retry(ctx, "set the owner of aggregate "+rid, func(ctx context.Context) error {
-			a, err := aggregates.SetMetadata(ctx, d.cfg.Compute, agg.ID, aggregates.SetMetadataOpts{Metadata: map[string]any{OwnerKey: project}}).Extract()
-			if err == nil {
-				agg = a
-			}
-			return err
-		})
-	}
-	return agg, err
+	return d.ensureAggregateWith(ctx, rid, d.cfg.AZPrefix+rid, map[string]string{OwnerKey: project})
 }
 
 // moveIn adds each host to agg and then takes it out of where it was: the freepool or, for
@@ -485,7 +463,7 @@ func (d *Driver) hostAction(ctx context.Context, agg *aggregates.Aggregate, host
 	if add {
 		what = fmt.Sprintf("add host %s to aggregate %s", host, agg.Name)
 	}
-	return d.retry(ctx, what, func(ctx context.Context) error {
+	err := d.retry(ctx, what, func(ctx context.Context) error {
 		var a *aggregates.Aggregate
 		var err error
 		if add {
@@ -504,6 +482,10 @@ func (d *Driver) hostAction(ctx context.Context, agg *aggregates.Aggregate, host
 		*agg = *a
 		return nil
 	})
+	if err == nil {
+		d.changed(ctx, what)
+	}
+	return err
 }
 
 // freepool returns the freepool aggregate, which the operator makes (as for Blazar).
@@ -546,6 +528,13 @@ func (d *Driver) aggregates(ctx context.Context) ([]aggregates.Aggregate, error)
 		return err
 	})
 	return all, err
+}
+
+// changed tells cfg.Changed that what was done.
+func (d *Driver) changed(ctx context.Context, what string) {
+	if d.cfg.Changed != nil {
+		d.cfg.Changed(ctx, what)
+	}
 }
 
 // retry runs call until it succeeds, fails for good, or has had cfg.Attempts attempts;

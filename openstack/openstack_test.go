@@ -309,8 +309,8 @@ func TestDeletedLeaseReleased(t *testing.T) {
 	if left != 0 || d.nova.byName("res-1") != nil || !slices.Equal(hostsOf(d.nova.byName(DefaultFreepool)), []string{"h1", "h2"}) {
 		t.Fatalf("after the deletion: %d servers, aggregate %+v, freepool %+v", left, d.nova.byName("res-1"), d.nova.byName(DefaultFreepool))
 	}
-	if del.Accepts(&climate.Notification{EventType: climate.NotifyLeaseCreate}) {
-		t.Fatal("accepts lease.create")
+	if del.Accepts(&climate.Notification{EventType: climate.NotifyEvent(climate.EventStartLease)}) {
+		t.Fatal("accepts lease.event.start_lease (the engine's start does it)")
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/aggregates"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/flavors"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/hypervisors"
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servergroups"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/services"
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/tokens"
@@ -81,6 +82,7 @@ func needNova(t *testing.T) *testNova {
 	if n.placement, err = gopheros.NewPlacementV1(provider, gophercloud.EndpointOpts{}); err != nil {
 		t.Fatal(err)
 	}
+	n.placement.Microversion = "1.14" // resource classes (1.2; before it, every class is a 404), nested providers
 	if n.network, err = gopheros.NewNetworkV2(provider, gophercloud.EndpointOpts{}); err != nil {
 		t.Fatal(err)
 	}
@@ -619,6 +621,21 @@ func TestOpenStackDriverFlavorReservation(t *testing.T) {
 		map[string]string{"hw:cpu_policy": "shared"})
 }
 
+// With the driver, a flavor:instance reservation may name a flavor of Nova's that Climate's
+// registry does not have, as Blazar's reads Nova's: its sizes (and extra specs) are Nova's.
+func TestOpenStackDriverNovaFlavorReservation(t *testing.T) {
+	n := needNova(t)
+	hosts := n.reset(t)
+	plainFlavor, imageID := n.bootable(t)
+	s := n.serve(t, hosts)
+	n.instanceScenario(t, s, hosts, plainFlavor, imageID, fmt.Sprintf(`{"resource_type": "flavor:instance", "flavor_id": %q, "amount": 1}`, plainFlavor), nil)
+	r := ksCall(t, "POST", s.url+"/v1/leases", `{"name": "ghost", "start_date": "2050-01-01 10:00", "end_date": "2050-01-01 11:00",
+		"reservations": [{"resource_type": "flavor:instance", "flavor_id": "no-such-flavor", "amount": 1}]}`, n.owner())
+	if r.status != 400 || !strings.Contains(r.raw, "no-such-flavor") {
+		t.Fatalf("a lease of a flavor neither Climate nor Nova has: %s, want a 400 naming it", r)
+	}
+}
+
 // instanceScenario leases reservation (one instance reservation of amount 1) from 2 s
 // ahead and checks Blazar's instance behaviour in Nova; the reservation's flavor must have
 // the extra specs specs besides Blazar's.
@@ -634,11 +651,13 @@ func (n *testNova) instanceScenario(t *testing.T, s *server, hosts []string, pla
 	leaseID := lease["id"].(string)
 	rid := lease["reservations"].([]any)[0].(map[string]any)["id"].(string)
 	var status any
+	var group string // the reservation's server_group_id, if it has one
 	n.waitFor(t, "the lease ACTIVE", 30*time.Second, func() (bool, error) {
 		l := ksCall(t, "GET", s.url+"/v1/leases/"+leaseID, "", n.owner()).body["lease"].(map[string]any)
 		if status = l["status"]; status == "ERROR" {
 			return false, fmt.Errorf("the lease failed: %v", l)
 		}
+		group, _ = l["reservations"].([]any)[0].(map[string]any)["server_group_id"].(string)
 		return status == "ACTIVE", nil
 	})
 	fl, err := flavors.Get(context.Background(), n.compute, rid).Extract()
@@ -653,6 +672,9 @@ func (n *testNova) instanceScenario(t *testing.T, s *server, hosts []string, pla
 	for k, v := range specs {
 		want[k] = v
 	}
+	if group != "" {
+		want["affinity_id"] = group
+	}
 	if !maps.Equal(got, want) {
 		t.Fatalf("the reservation flavor's extra specs: %v, want %v", got, want)
 	}
@@ -661,9 +683,21 @@ func (n *testNova) instanceScenario(t *testing.T, s *server, hosts []string, pla
 		t.Fatalf("the reservation's aggregate: %+v", agg)
 	}
 
-	first := n.boot(t, "slot-1", rid, imageID, nil)
+	// As Blazar's tempest test, into the reservation's server group when it has one.
+	var hints map[string]any
+	if group != "" {
+		hints = map[string]any{"group": group}
+	}
+	first := n.boot(t, "slot-1", rid, imageID, hints)
 	if host := n.active(t, first); host != agg.Hosts[0] {
 		t.Fatalf("the reserved server is on %s, want %s (the reservation's host)", host, agg.Hosts[0])
+	}
+	if group != "" {
+		g, err := servergroups.Get(context.Background(), n.compute, group).Extract()
+		must(t, err)
+		if g.Name != "reservation:"+rid || !slices.Equal(g.Members, []string{first}) || agg.Metadata["affinity_id"] != group {
+			t.Fatalf("the reservation's server group: %+v (aggregate metadata %v), want reservation:%s with member %s", g, agg.Metadata, rid, first)
+		}
 	}
 	errored := func(id, what string) {
 		t.Helper()
@@ -692,7 +726,7 @@ func (n *testNova) instanceScenario(t *testing.T, s *server, hosts []string, pla
 			return false, err
 		}
 		_, err = flavors.Get(context.Background(), n.compute, rid).Extract()
-		return gophercloud.ResponseCodeIs(err, 404) && n.aggregate(t, rid) == nil, nil
+		return gophercloud.ResponseCodeIs(err, 404) && n.aggregate(t, rid) == nil && n.serverGroups(t, rid) == 0, nil
 	})
 	t.Logf("instance lease end → server, flavor and aggregate deleted: %s", cleaned.Sub(end).Round(time.Millisecond))
 	if got := slices.Sorted(slices.Values(n.aggregate(t, openstack.DefaultFreepool).Hosts)); !slices.Equal(got, hosts) {
@@ -866,66 +900,17 @@ func TestOpenStackDriverMonitorHeals(t *testing.T) {
 // project, tagged blazar and reservation:<id>; at the end it is gone.
 func TestOpenStackDriverFloatingIPReservation(t *testing.T) {
 	n := needNova(t)
-	ctx := context.Background()
-	var ext struct {
-		Extensions []struct {
-			Alias string `json:"alias"`
-		} `json:"extensions"`
-	}
-	_, err := n.network.Get(ctx, n.network.ServiceURL("extensions"), &ext, nil)
-	if err != nil || !slices.ContainsFunc(ext.Extensions, func(e struct {
-		Alias string `json:"alias"`
-	}) bool {
-		return e.Alias == "router"
-	}) {
-		if os.Getenv("CLIMATE_TEST_NEUTRON_REQUIRED") == "1" {
-			t.Fatalf("CLIMATE_TEST_NEUTRON_REQUIRED=1 but Neutron has no floating IPs (the stub?): %v", err)
-		}
-		t.Skip("Neutron is the stub: bring .ci/nova up with NEUTRON=real (CI does)")
-	}
+	netID := n.externalNetwork(t)
 	hosts := n.reset(t)
-	// The external network and subnet, as an operator makes them (kept across runs).
-	var nets struct {
-		Networks []struct {
-			ID string `json:"id"`
-		} `json:"networks"`
-	}
-	_, err = n.network.Get(ctx, n.network.ServiceURL("networks")+"?name=climate-ext", &nets, nil)
-	must(t, err)
-	var netID string
-	if len(nets.Networks) > 0 {
-		netID = nets.Networks[0].ID
-	} else {
-		var created struct {
-			Network struct {
-				ID string `json:"id"`
-			} `json:"network"`
-		}
-		_, err = n.network.Post(ctx, n.network.ServiceURL("networks"), map[string]any{"network": map[string]any{"name": "climate-ext",
-			"router:external": true, "provider:network_type": "flat", "provider:physical_network": "physnet1"}}, &created, nil)
-		must(t, err)
-		netID = created.Network.ID
-		_, err = n.network.Post(ctx, n.network.ServiceURL("subnets"), map[string]any{"subnet": map[string]any{"network_id": netID,
-			"cidr": "172.24.4.0/24", "ip_version": 4, "enable_dhcp": false}}, nil, nil)
-		must(t, err)
-	}
 	const addr = "172.24.4.10"
 	fip := func() map[string]any {
 		t.Helper()
-		var list struct {
-			FloatingIPs []map[string]any `json:"floatingips"`
+		if list := n.floatingIPs(t, "floating_ip_address="+addr); len(list) > 0 {
+			return list[0]
 		}
-		_, err := n.network.Get(ctx, n.network.ServiceURL("floatingips")+"?floating_ip_address="+addr, &list, nil)
-		must(t, err)
-		if len(list.FloatingIPs) == 0 {
-			return nil
-		}
-		return list.FloatingIPs[0]
+		return nil
 	}
-	if f := fip(); f != nil { // an interrupted run's
-		_, err := n.network.Delete(ctx, n.network.ServiceURL("floatingips", f["id"].(string)), nil)
-		must(t, err)
-	}
+	n.deleteFloatingIP(t, addr) // an interrupted run's
 	s := n.serve(t, hosts)
 	if r := ksCall(t, "POST", s.url+"/v1/floatingips", fmt.Sprintf(`{"floating_network_id": %q, "floating_ip_address": %q}`, netID, addr), nil); r.status != 201 {
 		t.Fatalf("registering %s: %s", addr, r)
@@ -960,4 +945,310 @@ func TestOpenStackDriverFloatingIPReservation(t *testing.T) {
 		r := ksCall(t, "GET", s.url+"/v1/leases/"+leaseID, "", n.owner())
 		return r.body["lease"].(map[string]any)["status"] == "TERMINATED", nil
 	})
+}
+
+// externalNetwork returns the id of the external network climate-ext and its subnet
+// 172.24.4.0/24, made as an operator makes them unless there (kept across runs). Without
+// the real neutron-server (the stub has no floating IPs) the test is skipped, or fails
+// with CLIMATE_TEST_NEUTRON_REQUIRED=1.
+func (n *testNova) externalNetwork(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	var ext struct {
+		Extensions []struct {
+			Alias string `json:"alias"`
+		} `json:"extensions"`
+	}
+	_, err := n.network.Get(ctx, n.network.ServiceURL("extensions"), &ext, nil)
+	if err != nil || !slices.ContainsFunc(ext.Extensions, func(e struct {
+		Alias string `json:"alias"`
+	}) bool {
+		return e.Alias == "router"
+	}) {
+		if os.Getenv("CLIMATE_TEST_NEUTRON_REQUIRED") == "1" {
+			t.Fatalf("CLIMATE_TEST_NEUTRON_REQUIRED=1 but Neutron has no floating IPs (the stub?): %v", err)
+		}
+		t.Skip("Neutron is the stub: bring .ci/nova up with NEUTRON=real (CI does)")
+	}
+	var nets struct {
+		Networks []struct {
+			ID string `json:"id"`
+		} `json:"networks"`
+	}
+	_, err = n.network.Get(ctx, n.network.ServiceURL("networks")+"?name=climate-ext", &nets, nil)
+	must(t, err)
+	if len(nets.Networks) > 0 {
+		return nets.Networks[0].ID
+	}
+	var created struct {
+		Network struct {
+			ID string `json:"id"`
+		} `json:"network"`
+	}
+	_, err = n.network.Post(ctx, n.network.ServiceURL("networks"), map[string]any{"network": map[string]any{"name": "climate-ext",
+		"router:external": true, "provider:network_type": "flat", "provider:physical_network": "physnet1"}}, &created, nil)
+	must(t, err)
+	// Reserved addresses lie outside the pool Neutron hands addresses out of (Blazar
+	// refuses the others).
+	_, err = n.network.Post(ctx, n.network.ServiceURL("subnets"), map[string]any{"subnet": map[string]any{"network_id": created.Network.ID,
+		"cidr": "172.24.4.0/24", "ip_version": 4, "enable_dhcp": false, "gateway_ip": "172.24.4.1",
+		"allocation_pools": []map[string]string{{"start": "172.24.4.100", "end": "172.24.4.200"}}}}, nil, nil)
+	must(t, err)
+	return created.Network.ID
+}
+
+// floatingIPs lists Neutron's floating IPs matching query (e.g. "tags=reservation:<id>").
+func (n *testNova) floatingIPs(t *testing.T, query string) []map[string]any {
+	t.Helper()
+	var list struct {
+		FloatingIPs []map[string]any `json:"floatingips"`
+	}
+	_, err := n.network.Get(context.Background(), n.network.ServiceURL("floatingips")+"?"+query, &list, nil)
+	must(t, err)
+	return list.FloatingIPs
+}
+
+// deleteFloatingIP deletes the floating IP with address addr, if any.
+func (n *testNova) deleteFloatingIP(t *testing.T, addr string) {
+	t.Helper()
+	for _, f := range n.floatingIPs(t, "floating_ip_address="+addr) {
+		_, err := n.network.Delete(context.Background(), n.network.ServiceURL("floatingips", f["id"].(string)), nil)
+		must(t, ignore404(err))
+	}
+}
+
+// serverGroups counts the server groups named after reservation rid (every project's).
+func (n *testNova) serverGroups(t *testing.T, rid string) int {
+	t.Helper()
+	return len(n.serverGroupIDs(t, rid))
+}
+
+// serverGroupIDs returns the ids of the server groups named after reservation rid.
+func (n *testNova) serverGroupIDs(t *testing.T, rid string) []string {
+	t.Helper()
+	pages, err := servergroups.List(n.compute, servergroups.ListOpts{AllProjects: true}).AllPages(context.Background())
+	must(t, err)
+	all, err := servergroups.ExtractServerGroups(pages)
+	must(t, err)
+	var ids []string
+	for _, g := range all {
+		if g.Name == "reservation:"+rid {
+			ids = append(ids, g.ID)
+		}
+	}
+	return ids
+}
+
+// Registering a floating IP with --driver openstack checks it against Neutron, as Blazar's
+// FloatingIPPool: an unknown network and an address Neutron may hand out (in an allocation
+// pool, or the gateway) are 400s, an address in none of the network's subnets a 404; a good
+// one is registered with its subnet.
+func TestOpenStackDriverFloatingIPRegistration(t *testing.T) {
+	n := needNova(t)
+	netID := n.externalNetwork(t)
+	var subnets struct {
+		Subnets []struct {
+			ID string `json:"id"`
+		} `json:"subnets"`
+	}
+	_, err := n.network.Get(context.Background(), n.network.ServiceURL("subnets")+"?network_id="+netID, &subnets, nil)
+	must(t, err)
+	if len(subnets.Subnets) != 1 {
+		t.Fatalf("subnets of climate-ext: %v", subnets.Subnets)
+	}
+	s := n.serve(t, nil)
+	register := func(network, addr string) apiResponse {
+		return ksCall(t, "POST", s.url+"/v1/floatingips", fmt.Sprintf(`{"floating_network_id": %q, "floating_ip_address": %q}`, network, addr), nil)
+	}
+	for _, tc := range []struct {
+		network, addr string
+		status        int
+		want          string
+	}{
+		{"no-such-network", "172.24.4.30", 400, "Failed to find network no-such-network"},
+		{netID, "172.24.4.150", 400, "The floating IP 172.24.4.150 is used in allocation_pools or gateway_ip in subnet " + subnets.Subnets[0].ID},
+		{netID, "172.24.4.1", 400, "is used in allocation_pools or gateway_ip"},
+		{netID, "10.9.9.9", 404, "Valid subnet for the floating IP 10.9.9.9 is not found."},
+	} {
+		if r := register(tc.network, tc.addr); r.status != tc.status || !strings.Contains(r.raw, tc.want) {
+			t.Errorf("registering %s on %s: %s; want %d with %q", tc.addr, tc.network, r, tc.status, tc.want)
+		}
+	}
+	r := register(netID, "172.24.4.30")
+	if r.status != 201 {
+		t.Fatalf("registering 172.24.4.30: %s", r)
+	}
+	if f := r.body["floatingip"].(map[string]any); f["subnet_id"] != subnets.Subnets[0].ID {
+		t.Fatalf("the registered address: %v, want subnet_id %s", f, subnets.Subnets[0].ID)
+	}
+}
+
+// An active instance reservation that an update grows from one slot to two gets its
+// placement inventory raised (through the lease.update notification), as Blazar raises it:
+// a second server of the reservation's flavor then boots, where before the update it
+// found no room; the end deletes both and every inventory.
+func TestOpenStackDriverActiveInstanceReservationGrows(t *testing.T) {
+	n := needNova(t)
+	hosts := n.reset(t)
+	_, imageID := n.bootable(t)
+	s := n.serve(t, hosts)
+	start := time.Now().UTC().Add(2 * time.Second).Truncate(time.Second)
+	r := ksCall(t, "POST", s.url+"/v1/leases", fmt.Sprintf(`{"name": "grows", "start_date": %q, "end_date": %q, "reservations": [
+		{"resource_type": "virtual:instance", "amount": 1, "vcpus": 1, "memory_mb": 64, "disk_gb": 0, "affinity": true, "resource_properties": ""}]}`,
+		start.Format("2006-01-02 15:04:05"), start.Add(time.Hour).Format("2006-01-02 15:04:05")), n.owner())
+	if r.status != 201 {
+		t.Fatalf("lease: %s", r)
+	}
+	leaseID := r.body["lease"].(map[string]any)["id"].(string)
+	rid := r.body["lease"].(map[string]any)["reservations"].([]any)[0].(map[string]any)["id"].(string)
+	rc := "CUSTOM_RESERVATION_" + strings.ToUpper(strings.ReplaceAll(rid, "-", "_"))
+	n.waitFor(t, "the lease ACTIVE", 30*time.Second, func() (bool, error) {
+		r := ksCall(t, "GET", s.url+"/v1/leases/"+leaseID, "", n.owner())
+		return r.body["lease"].(map[string]any)["status"] == "ACTIVE", nil
+	})
+	if got := n.inventories(t, rc); len(got) != 1 || slices.Collect(maps.Values(got))[0] != 1 {
+		t.Fatalf("inventories of %s: %v, want one of 1", rc, got)
+	}
+	first := n.boot(t, "slot-1", rid, imageID, nil)
+	n.active(t, first)
+
+	if r := ksCall(t, "PUT", s.url+"/v1/leases/"+leaseID, fmt.Sprintf(`{"reservations": [{"id": %q, "amount": 2}]}`, rid), n.owner()); r.status != 200 {
+		t.Fatalf("growing the active instance reservation: %s", r)
+	}
+	updated := time.Now()
+	raised := n.waitFor(t, "the inventory raised to 2", 30*time.Second, func() (bool, error) {
+		total := 0
+		for _, v := range n.inventories(t, rc) {
+			total += v
+		}
+		return total == 2, nil
+	})
+	t.Logf("update → inventory raised: %s", raised.Sub(updated).Round(time.Millisecond))
+	second := n.boot(t, "slot-2", rid, imageID, nil)
+	n.active(t, second)
+
+	end := time.Now().UTC().Add(2 * time.Second).Truncate(time.Second)
+	if r := ksCall(t, "PUT", s.url+"/v1/leases/"+leaseID, fmt.Sprintf(`{"end_date": %q}`, end.Format("2006-01-02 15:04:05")), n.owner()); r.status != 200 {
+		t.Fatalf("moving the end: %s", r)
+	}
+	n.waitFor(t, "both servers deleted and no inventory left", time.Minute, func() (bool, error) {
+		a, err := n.server(t, first)
+		if err != nil {
+			return false, err
+		}
+		b, err := n.server(t, second)
+		return a == nil && b == nil && len(n.inventories(t, rc)) == 0, err
+	})
+}
+
+// inventories returns the totals of resource class rc by the placement provider that
+// has an inventory of it.
+func (n *testNova) inventories(t *testing.T, rc string) map[string]int {
+	t.Helper()
+	ctx := context.Background()
+	var providers struct {
+		List []struct {
+			UUID string `json:"uuid"`
+			Name string `json:"name"`
+		} `json:"resource_providers"`
+	}
+	_, err := n.placement.Get(ctx, n.placement.ServiceURL("resource_providers"), &providers, nil)
+	must(t, err)
+	out := map[string]int{}
+	for _, p := range providers.List {
+		var inv struct {
+			Total int `json:"total"`
+		}
+		_, err := n.placement.Get(ctx, n.placement.ServiceURL("resource_providers", p.UUID, "inventories", rc), &inv, nil)
+		if gophercloud.ResponseCodeIs(err, 404) {
+			continue
+		}
+		must(t, err)
+		out[p.Name] = inv.Total
+	}
+	return out
+}
+
+// Hosts registered from Nova carry their compute node's placement traits as extra
+// capabilities, so flavor:instance's trait:T=required|forbidden picks hosts as Blazar's
+// placement query does: with CUSTOM_CLIMATE_GPU set on the first hypervisor only, a
+// reservation requiring it gets the first host's slots, one forbidding it the other's.
+func TestOpenStackDriverHostTraits(t *testing.T) {
+	n := needNova(t)
+	hosts := n.reset(t)
+	ctx := context.Background()
+	const trait = "CUSTOM_CLIMATE_GPU"
+	_, err := n.placement.Put(ctx, n.placement.ServiceURL("traits", trait), nil, nil, &gophercloud.RequestOpts{OkCodes: []int{201, 204}})
+	must(t, err)
+	setTraits := func(hypervisor string, edit func([]string) []string) {
+		t.Helper()
+		var providers struct {
+			List []struct {
+				UUID string `json:"uuid"`
+			} `json:"resource_providers"`
+		}
+		_, err := n.placement.Get(ctx, n.placement.ServiceURL("resource_providers")+"?name="+hypervisor, &providers, nil)
+		must(t, err)
+		if len(providers.List) != 1 {
+			t.Fatalf("providers named %s: %v", hypervisor, providers.List)
+		}
+		u := n.placement.ServiceURL("resource_providers", providers.List[0].UUID, "traits")
+		var cur struct {
+			Traits     []string `json:"traits"`
+			Generation int      `json:"resource_provider_generation"`
+		}
+		_, err = n.placement.Get(ctx, u, &cur, nil)
+		must(t, err)
+		_, err = n.placement.Put(ctx, u, map[string]any{"traits": edit(cur.Traits), "resource_provider_generation": cur.Generation}, nil,
+			&gophercloud.RequestOpts{OkCodes: []int{200}})
+		must(t, err)
+	}
+	without := func(ts []string) []string { return slices.DeleteFunc(ts, func(s string) bool { return s == trait }) }
+	setTraits(hosts[0], func(ts []string) []string { return append(without(ts), trait) })
+	t.Cleanup(func() { setTraits(hosts[0], without) })
+
+	s := n.serve(t, hosts)
+	for _, h := range ksCall(t, "GET", s.url+"/v1/os-hosts", "", nil).body["hosts"].([]any) {
+		h := h.(map[string]any)
+		if got, want := h[trait], h["hypervisor_hostname"] == hosts[0]; (got == "true") != want {
+			t.Fatalf("host %v: %s = %v, want it %v", h["hypervisor_hostname"], trait, got, map[bool]string{true: "true", false: "absent"}[want])
+		}
+	}
+	flavor := func(name, value string) string {
+		t.Helper()
+		r := ksCall(t, "POST", s.url+"/v1/flavors", fmt.Sprintf(`{"name": %q, "vcpus": 1, "ram": 64, "disk": 0, "extra_specs": {"trait:%s": %q}}`, name, trait, value), nil)
+		if r.status != 201 {
+			t.Fatalf("registering flavor %s: %s", name, r)
+		}
+		return r.body["flavor"].(map[string]any)["id"].(string)
+	}
+	gpu, noGPU := flavor("climate-gpu", "required"), flavor("climate-no-gpu", "forbidden")
+	start := time.Now().UTC().Add(2 * time.Second).Truncate(time.Second)
+	r := ksCall(t, "POST", s.url+"/v1/leases", fmt.Sprintf(`{"name": "traits", "start_date": %q, "end_date": %q, "reservations": [
+		{"resource_type": "flavor:instance", "flavor_id": %q, "amount": 1}, {"resource_type": "flavor:instance", "flavor_id": %q, "amount": 1}]}`,
+		start.Format("2006-01-02 15:04:05"), start.Add(time.Hour).Format("2006-01-02 15:04:05"), gpu, noGPU), n.owner())
+	if r.status != 201 {
+		t.Fatalf("lease: %s", r)
+	}
+	leaseID := r.body["lease"].(map[string]any)["id"].(string)
+	want := map[string]string{} // reservation id → its host
+	for _, res := range r.body["lease"].(map[string]any)["reservations"].([]any) {
+		res := res.(map[string]any)
+		want[res["id"].(string)] = hosts[1]
+		if res["flavor_id"] != nil && strings.Contains(res["resource_properties"].(string), `"required"`) {
+			want[res["id"].(string)] = hosts[0]
+		}
+	}
+	n.waitFor(t, "the lease ACTIVE", 30*time.Second, func() (bool, error) {
+		r := ksCall(t, "GET", s.url+"/v1/leases/"+leaseID, "", n.owner())
+		return r.body["lease"].(map[string]any)["status"] == "ACTIVE", nil
+	})
+	for rid, host := range want {
+		if a := n.aggregate(t, rid); a == nil || !slices.Equal(a.Hosts, []string{host}) {
+			t.Fatalf("the aggregate of reservation %s: %+v, want it holding %s", rid, a, host)
+		}
+	}
+	if r := ksCall(t, "DELETE", s.url+"/v1/leases/"+leaseID, "", n.owner()); r.status != 204 {
+		t.Fatalf("deleting the lease: %s", r)
+	}
 }

@@ -421,7 +421,7 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 	}
 	ready := metrics.NewReadiness(checks...)
 	mtr := metrics.New(&metrics.StoreCollector{Store: st, Clock: clk}, ready)
-	drv, err := openstackDriver(ctx, o, st, log) // nil: standalone
+	drv, err := openstackDriver(ctx, o, st, trusts, log) // nil: standalone
 	if err != nil {
 		return err
 	}
@@ -512,6 +512,7 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 		Trusts:   trusts,
 		Log:      log,
 		Observer: mtr,
+		Types:    resourceTypes(st, drv),
 	})
 
 	var wg sync.WaitGroup
@@ -557,8 +558,8 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 		}
 		runHub(ctx, &wg, hub, pg, runEngine && onPostgres)
 		webhooks := &webhook.Service{Store: st, Clock: clk, Guard: webhook.Guard{AllowPrivate: o.notify.webhook.allowPrivate}, Sender: hooks, Notified: notified, Policy: pol}
-		api := &climatehttp.Server{Leases: mgr, Hosts: hostService(mgr, drv, pol), Maintenances: mgr, Availability: mgr, Auth: auth, Logger: log, CrossOrigin: origins, Notifications: hub, Webhooks: webhooks,
-			FloatingIPs: mgr, Flavors: mgr, Audit: mgr, Usage: mgr, Observe: mtr.Request,
+		api := &climatehttp.Server{Leases: leaseService(mgr, drv, log), Hosts: hostService(mgr, drv, pol), Maintenances: mgr, Availability: mgr, Auth: auth, Logger: log, CrossOrigin: origins, Notifications: hub, Webhooks: webhooks,
+			FloatingIPs: floatingIPService(mgr, drv, pol), Flavors: mgr, Audit: mgr, Usage: mgr, Observe: mtr.Request,
 			UI: ui.Handler()}
 		var limited net.Listener
 		srv, limited = climatehttp.NewHTTPServer(metrics.Handler(mtr, ready, api.Handler()), ln, limits, log)

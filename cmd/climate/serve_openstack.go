@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,6 +18,8 @@ import (
 	"climate/notify"
 	"climate/openstack"
 	"climate/postgres"
+	"climate/resource"
+	"climate/resource/builtin"
 )
 
 // driverOptions choose what lease events do besides hooks: nothing (standalone) or the
@@ -30,6 +34,8 @@ type driverOptions struct {
 	attempts      int
 	backoff       time.Duration
 	monitor       time.Duration // 0: no host monitor
+	freezeAt      string        // crash tests: the step at which to freeze (hidden flags)
+	freezeFile    string
 }
 
 func addDriverFlags(cmd *cobra.Command, o *driverOptions) {
@@ -55,6 +61,10 @@ its project), whatever --auth is.`
 	f.DurationVar(&o.deleteTimeout, "nova-server-delete-timeout", openstack.DefaultDeleteTimeout, "how long a lease's end waits for its servers to be deleted before failing")
 	f.IntVar(&o.attempts, "openstack-attempts", openstack.DefaultAttempts, "attempts of an OpenStack call that fails in a way that may pass (5xx, 429, no answer)")
 	f.DurationVar(&o.backoff, "openstack-retry-wait", openstack.DefaultBackoff, "wait before an OpenStack call's second attempt, doubled before each later one")
+	f.StringVar(&o.freezeAt, "test-openstack-freeze-at", "", "crash tests only: the first OpenStack change whose name starts with this freezes the process that made it (see --test-openstack-freeze-file)")
+	f.StringVar(&o.freezeFile, "test-openstack-freeze-file", "", "crash tests only: the file the frozen process creates (its pid and the change); only the first process to create it freezes")
+	_ = f.MarkHidden("test-openstack-freeze-at")
+	_ = f.MarkHidden("test-openstack-freeze-file")
 	f.DurationVar(&o.monitor, "nova-monitor-interval", 0, "with --driver openstack, how often to poll Nova's hypervisors (Blazar's polling monitor, e.g. 60s): one down or disabled puts its host in maintenance until further notice (healing its reservations) until it is up again; 0 = no monitor")
 }
 
@@ -76,7 +86,7 @@ func runMonitor(ctx context.Context, wg *sync.WaitGroup, o *driverOptions, drv *
 }
 
 // openstackDriver returns the driver --driver names, connected (nil for standalone).
-func openstackDriver(ctx context.Context, o *serveOptions, st climate.Store, log *slog.Logger) (*openstack.Driver, error) {
+func openstackDriver(ctx context.Context, o *serveOptions, st climate.Store, trusts climate.Trusts, log *slog.Logger) (*openstack.Driver, error) {
 	d := &o.driver
 	switch d.name {
 	case "", "standalone":
@@ -112,8 +122,34 @@ func openstackDriver(ctx context.Context, o *serveOptions, st climate.Store, log
 		placement = clients.Placement.Endpoint
 	}
 	log.Info("OpenStack driver: acting on Nova", "nova", clients.Compute.Endpoint, "placement", placement, "freepool", d.freepool)
-	return openstack.New(openstack.Config{Compute: clients.Compute, Placement: clients.Placement, Network: clients.Network, Store: st, Freepool: d.freepool, AZPrefix: d.azPrefix,
-		DeleteTimeout: d.deleteTimeout, Attempts: d.attempts, Backoff: d.backoff, Logger: log}), nil
+	return openstack.New(openstack.Config{Compute: clients.Compute, Placement: clients.Placement, Network: clients.Network, Store: st, Trusts: trusts, Freepool: d.freepool, AZPrefix: d.azPrefix,
+		DeleteTimeout: d.deleteTimeout, Attempts: d.attempts, Backoff: d.backoff, Logger: log, Changed: freezer(d.freezeAt, d.freezeFile, log)}), nil
+}
+
+// freezer returns the driver's Changed hook for crash tests (nil without the hidden
+// flags): the first change named at… stops the process that made it, for good, once it
+// has created file with its pid (so a test knows whom to SIGKILL in the middle of an
+// action); a process that finds file made already goes on, so the one taking over
+// completes the action.
+func freezer(at, file string, log *slog.Logger) func(context.Context, string) {
+	if at == "" || file == "" {
+		return nil
+	}
+	return func(ctx context.Context, what string) {
+		if !strings.HasPrefix(what, at) {
+			return
+		}
+		f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			return // another process froze already, or the file cannot be made
+		}
+		_, err = fmt.Fprintf(f, "%d %s\n", os.Getpid(), what)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		log.Warn("frozen for a crash test after an OpenStack change", "change", what, "err", err)
+		<-ctx.Done()
+	}
 }
 
 // withDriver returns the engine's actions with drv's before inner's (hooks; nil for
@@ -135,6 +171,70 @@ func hostService(mgr climate.HostService, drv *openstack.Driver, pol climate.Pol
 		return mgr
 	}
 	return openstack.Hosts{HostService: mgr, Driver: drv, Policy: pol}
+}
+
+// leaseService is the API's lease service: with the driver, a creation makes in Nova what
+// Blazar's plugins make at creation before it answers, so the answer shows Nova's
+// server_group_id (Blazar's tempest tests boot into it at once).
+func leaseService(mgr *manager.Manager, drv *openstack.Driver, log *slog.Logger) climate.LeaseService {
+	if drv == nil {
+		return mgr
+	}
+	return reservingLeases{mgr, drv, log}
+}
+
+// reservingLeases is the manager's lease service whose creation runs the driver's Reserve.
+// The lease.create notification runs it again (at least once, idempotent), and so does
+// the start: a failure here is only logged and the lease is answered as the manager made it.
+type reservingLeases struct {
+	*manager.Manager
+	drv *openstack.Driver
+	log *slog.Logger
+}
+
+func (l reservingLeases) CreateLease(ctx context.Context, who climate.Identity, req climate.LeaseRequest) (*climate.Lease, error) {
+	lease, err := l.Manager.CreateLease(ctx, who, req)
+	if err != nil || lease.Status != climate.LeasePending {
+		return lease, err
+	}
+	if err := l.drv.Reserve(ctx, lease); err != nil {
+		l.log.Warn("openstack: making a new lease's reservations in Nova failed; its start will try again", "lease", lease.ID, "err", err)
+		return lease, nil
+	}
+	if made, err := l.Manager.GetLease(ctx, who, lease.ID); err == nil {
+		return made, nil // with Nova's server group ids
+	}
+	return lease, nil
+}
+
+// resourceTypes are the manager's resource types (nil: the built-in ones, flavor:instance
+// reserving flavors of Climate's registry); with the driver, a flavor:instance flavor not
+// in the registry is Nova's, as Blazar reads it from Nova.
+func resourceTypes(st climate.Store, drv *openstack.Driver) resource.Types {
+	if drv == nil {
+		return nil
+	}
+	return builtin.Types(func(ctx context.Context, id string) (*climate.Flavor, error) {
+		var f *climate.Flavor
+		err := st.View(ctx, func(tx climate.Tx) error {
+			var err error
+			f, err = tx.GetFlavor(ctx, id)
+			return err
+		})
+		if climate.ErrorCode(err) == climate.CodeNotFound {
+			return drv.Flavor(ctx, id)
+		}
+		return f, err
+	})
+}
+
+// floatingIPService is the API's floating IP service: with the driver, addresses are
+// checked against Neutron, as Blazar checks them.
+func floatingIPService(mgr climate.FloatingIPService, drv *openstack.Driver, pol climate.Policy) climate.FloatingIPService {
+	if drv == nil {
+		return mgr
+	}
+	return openstack.FloatingIPs{FloatingIPService: mgr, Driver: drv, Policy: pol}
 }
 
 // connectNova connects, waiting up to wait for a Keystone or Nova that is not up yet.
