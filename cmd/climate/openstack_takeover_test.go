@@ -1,6 +1,7 @@
 package main
 
 import (
+	"climate/bench"
 	"context"
 	"fmt"
 	"io"
@@ -59,19 +60,20 @@ func takeoverScenario(t *testing.T, freezeAt string) {
 	// to the freepool is a change too).
 	setup := startReplicas(t, bin, 1, nil, args...)[0]
 	for _, h := range hosts {
-		if r := ksCall(t, "POST", setup.url+"/v1/os-hosts", fmt.Sprintf(`{"name": %q}`, h), nil); r.status != 201 {
+		if r := ksCall(t, "POST", setup.URL+"/v1/os-hosts", fmt.Sprintf(`{"name": %q}`, h), nil); r.status != 201 {
 			t.Fatalf("registering %s: %s", h, r)
 		}
 	}
-	if r := ksCall(t, "POST", setup.url+"/v1/floatingips", fmt.Sprintf(`{"floating_network_id": %q, "floating_ip_address": %q}`, netID, addr), nil); r.status != 201 {
+	if r := ksCall(t, "POST", setup.URL+"/v1/floatingips", fmt.Sprintf(`{"floating_network_id": %q, "floating_ip_address": %q}`, netID, addr), nil); r.status != 201 {
 		t.Fatalf("registering %s: %s", addr, r)
 	}
-	setup.stop()
-	replicas := startReplicas(t, bin, 2, nil, append(args, "--test-openstack-freeze-at", freezeAt, "--test-openstack-freeze-file", frozen)...)
+	setup.Stop()
+	logs := []*bench.CappedBuffer{{Max: 16 << 20}, {Max: 16 << 20}}
+	replicas := startReplicas(t, bin, 2, []io.Writer{logs[0], logs[1]}, append(args, "--test-openstack-freeze-at", freezeAt, "--test-openstack-freeze-file", frozen)...)
 	t.Cleanup(func() {
 		if t.Failed() {
-			for i, s := range replicas {
-				t.Logf("replica %d's log:\n%s", i, s.stderr.String())
+			for i, l := range logs {
+				t.Logf("replica %d's log:\n%s", i, l.String())
 			}
 		}
 	})
@@ -86,12 +88,12 @@ func takeoverScenario(t *testing.T, freezeAt string) {
 	// The creation makes the server group before it answers: it may be the one frozen, so
 	// it is sent aside and the lease read back from the list.
 	created := make(chan createAnswer, 1)
-	go func() { created <- postJSON(a.url+"/v1/leases", body, n.owner()) }()
+	go func() { created <- postJSON(a.URL+"/v1/leases", body, n.owner()) }()
 	var leaseID, hostRID, instRID, fipRID string
 	var rids map[string]string // reservation ids by resource type
-	readLease := func(s *benchServer) {
+	readLease := func(s *bench.Server) {
 		t.Helper()
-		r := ksCall(t, "GET", s.url+"/v1/leases", "", n.owner())
+		r := ksCall(t, "GET", s.URL+"/v1/leases", "", n.owner())
 		list, _ := r.body["leases"].([]any)
 		if len(list) != 1 {
 			t.Fatalf("leases: %s, want the one made", r)
@@ -104,9 +106,9 @@ func takeoverScenario(t *testing.T, freezeAt string) {
 		}
 	}
 	var group string // the instance reservation's server_group_id
-	status := func(s *benchServer) string {
+	status := func(s *bench.Server) string {
 		t.Helper()
-		r := ksCall(t, "GET", s.url+"/v1/leases/"+leaseID, "", n.owner())
+		r := ksCall(t, "GET", s.URL+"/v1/leases/"+leaseID, "", n.owner())
 		l, ok := r.body["lease"].(map[string]any)
 		if !ok {
 			t.Fatalf("the lease: %s", r)
@@ -136,9 +138,9 @@ func takeoverScenario(t *testing.T, freezeAt string) {
 	if err != nil {
 		t.Fatalf("the freeze file: %q", line)
 	}
-	var victim, survivor *benchServer
+	var victim, survivor *bench.Server
 	for i, s := range replicas {
-		if s.cmd.Process.Pid == pid {
+		if s.Cmd.Process.Pid == pid {
 			victim, survivor = s, replicas[1-i]
 		}
 	}
@@ -160,11 +162,11 @@ func takeoverScenario(t *testing.T, freezeAt string) {
 			t.Fatalf("frozen after adding %s to the reservation's aggregate: aggregate %+v, freepool %v; want it in both", hosts[0], agg, free.Hosts)
 		}
 	}
-	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := victim.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	killed := time.Now()
-	victim.stop()
+	victim.Stop()
 	if answer := <-created; victim != a && answer.status != 201 {
 		t.Fatalf("the lease's creation: %d %s %v", answer.status, answer.body, answer.err)
 	} // else its process was killed before it answered
@@ -213,7 +215,7 @@ func takeoverScenario(t *testing.T, freezeAt string) {
 	}
 
 	end := time.Now().UTC().Add(2 * time.Second).Truncate(time.Second)
-	if r := ksCall(t, "PUT", survivor.url+"/v1/leases/"+leaseID, fmt.Sprintf(`{"end_date": %q}`, end.Format("2006-01-02 15:04:05")), n.owner()); r.status != 200 {
+	if r := ksCall(t, "PUT", survivor.URL+"/v1/leases/"+leaseID, fmt.Sprintf(`{"end_date": %q}`, end.Format("2006-01-02 15:04:05")), n.owner()); r.status != 200 {
 		t.Fatalf("moving the end: %s", r)
 	}
 	cleaned := n.waitFor(t, "the lease TERMINATED", 2*time.Minute, func() (bool, error) {
