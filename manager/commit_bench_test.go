@@ -12,6 +12,7 @@ import (
 	"climate"
 	"climate/clock"
 	"climate/manager"
+	"climate/postgres"
 	"climate/sqlite"
 	"climate/workload"
 )
@@ -24,28 +25,49 @@ func (o *sumObserver) Committed(d time.Duration) { o.committed.Add(int64(d)) }
 func (o *sumObserver) Conflict()                 { o.conflicts.Add(1) }
 
 // BenchmarkCreateLeaseConcurrent times lease creations by 1 and 16 concurrent callers in
-// process (no HTTP) on SQLite at H=5,000 / R=50,000, the blazar-90d book: each asks for 10
-// hosts over the workload's next request window. leases/s is the write path's throughput,
-// where concurrent commits share one transaction (group commit); plan-ms and
-// commit-ms are a creation's mean planning and commit (queueing included) times, conflicts
-// the commits whose re-check failed and were planned again.
+// process (no HTTP) at H=5,000 / R=50,000 on SQLite and H=1,000 / R=10,000 on PostgreSQL
+// (when CLIMATE_TEST_POSTGRES is set), the blazar-90d book: each asks for 10 hosts over
+// the workload's next request window. leases/s is the write path's throughput (SQLite:
+// concurrent commits share one transaction, group commit; PostgreSQL: writers lock only
+// the hosts they book); plan-ms and commit-ms are a creation's mean planning and commit
+// (queueing included) times, conflicts the commits whose re-check failed and were planned
+// again. With -cpuprofile, run once with -benchtime 1x as well and subtract it
+// (pprof -diff_base) to leave the book's load out.
 func BenchmarkCreateLeaseConcurrent(b *testing.B) {
 	ctx := context.Background()
-	dir := b.TempDir()
-	st, err := sqlite.Open(ctx, dir+"/climate.db")
-	if err != nil {
-		b.Fatal(err)
+	b.Run("store=sqlite", func(b *testing.B) {
+		path := b.TempDir() + "/climate.db"
+		benchmarkCreateLeaseConcurrent(b, 5000, 50000, func() (climate.Store, error) { return sqlite.Open(ctx, path) })
+	})
+	b.Run("store=postgres", func(b *testing.B) {
+		dsn := postgres.TestDSN(b)
+		benchmarkCreateLeaseConcurrent(b, 1000, 10000, func() (climate.Store, error) { return postgres.Open(ctx, dsn) })
+	})
+}
+
+// storeCloser is a store the benchmark closes.
+type storeCloser interface {
+	climate.Store
+	Close() error
+}
+
+func benchmarkCreateLeaseConcurrent(b *testing.B, hosts, leases int, open func() (climate.Store, error)) {
+	ctx := context.Background()
+	openStore := func() storeCloser {
+		st, err := open()
+		if err != nil {
+			b.Fatal(err)
+		}
+		return st.(storeCloser)
 	}
-	if err := workload.Load(ctx, st, workload.Generate(5000, 50000), nil); err != nil {
+	st := openStore()
+	if err := workload.Load(ctx, st, workload.Generate(hosts, leases), nil); err != nil {
 		b.Fatal(err)
 	}
 	st.Close()
 	for _, callers := range []int{1, 16} {
 		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
-			st, err := sqlite.Open(ctx, dir+"/climate.db")
-			if err != nil {
-				b.Fatal(err)
-			}
+			st := openStore()
 			defer st.Close()
 			obs := &sumObserver{}
 			m := manager.New(st, clock.NewFake(workload.T0.Add(-time.Hour)), manager.Config{Observer: obs})
