@@ -69,14 +69,17 @@ func (m *Monitor) lead(ctx context.Context) (bool, error) {
 }
 
 // Check runs one round: Nova's hypervisors, then the decision for every host of Nova's.
-func (m *Monitor) Check(ctx context.Context) error {
+func (m *Monitor) Check(ctx context.Context) error { return m.check(ctx, "poll") }
+
+// check is Check, via saying for the log why the round ran.
+func (m *Monitor) check(ctx context.Context, via string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	down, err := m.hypervisors(ctx)
 	if err != nil {
 		return err
 	}
-	return m.apply(ctx, down, "poll")
+	return m.apply(ctx, down, via)
 }
 
 // Observe applies what Nova said of one compute service (a service.update notification):

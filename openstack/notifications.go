@@ -36,7 +36,8 @@ const ServiceUpdate = "service.update"
 type ListenerConfig struct {
 	// URL is the broker Nova notifies on (its [oslo_messaging_notifications]
 	// transport_url, or its transport_url): amqp://user:password@host:5672/vhost or
-	// amqps://… (a rabbit:// URL's scheme is amqp here).
+	// amqps://…; oslo's rabbit://user:password@host:5672/vhost is taken as amqp://, with
+	// one host.
 	URL string
 	// Exchange is Nova's control_exchange (default "nova").
 	Exchange string
@@ -103,9 +104,15 @@ type Listener struct {
 
 // NewListener checks cfg and returns m's listener; Run connects.
 func NewListener(m *Monitor, cfg ListenerConfig) (*Listener, error) {
+	if rest, ok := strings.CutPrefix(cfg.URL, "rabbit://"); ok {
+		cfg.URL = "amqp://" + rest // oslo.messaging's transport_url, one host
+	}
+	if strings.Contains(cfg.URL, ",") {
+		return nil, errors.New("amqp: one broker only (oslo's transport_url may list several, separated by commas: give one)")
+	}
 	addr, password, err := amqp.CheckURL(cfg.URL)
 	if err != nil {
-		return nil, fmt.Errorf("nova notifications: %w", err)
+		return nil, err
 	}
 	if cfg.Exchange == "" {
 		cfg.Exchange = DefaultNovaExchange
@@ -122,7 +129,7 @@ func NewListener(m *Monitor, cfg ListenerConfig) (*Listener, error) {
 	cfg.Topics = topics
 	for _, name := range append([]string{cfg.Exchange}, topics...) {
 		if len(name)+len(".info") > 255 {
-			return nil, errors.New("nova notifications: exchange and topic names are at most 250 bytes")
+			return nil, errors.New("exchange and topic names are at most 250 bytes")
 		}
 	}
 	if cfg.Backoff <= 0 {
@@ -245,7 +252,7 @@ func (l *Listener) session(ctx context.Context) (ready bool, err error) {
 	}
 	// Bound: from here on every change is in the queue. What changed before is in Nova's
 	// state, which the resync round reads; the queue holds the rest until the round is done.
-	if err := l.m.Check(ctx); err != nil {
+	if err := l.m.check(ctx, "resync"); err != nil {
 		if ctx.Err() != nil {
 			return false, ctx.Err()
 		}
@@ -322,7 +329,7 @@ func (l *Listener) handle(ctx context.Context, body []byte) Seen {
 	case s.Ignored != "":
 		return s // another event, or another service's: not the monitor's
 	}
-	s.Err = l.m.Observe(ctx, s.Host, s.Down, "nova notification")
+	s.Err = l.m.Observe(ctx, s.Host, s.Down, "notification")
 	if s.Err != nil && ctx.Err() == nil {
 		log.Warn("nova notifications: acting on a compute service's change failed; connecting again to resync", "host", s.Host, "down", s.Down, "err", Message(s.Err))
 	}

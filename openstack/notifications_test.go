@@ -468,7 +468,7 @@ func TestListenerFollowsServiceUpdates(t *testing.T) {
 	if w := e.windows(t); len(w) != 0 {
 		t.Fatalf("enabled: the monitor's windows %v, want none", w)
 	}
-	if !strings.Contains(e.log.String(), "via=\"nova notification\"") {
+	if !strings.Contains(e.log.String(), "via=notification") {
 		t.Fatalf("the decision's log line does not say it came from a notification:\n%s", e.log)
 	}
 }
@@ -488,8 +488,8 @@ func TestListenerReconnectsAndResyncs(t *testing.T) {
 	if w := e.windows(t); w[failed] != 1 || e.held(t) != other(failed) {
 		t.Fatalf("after the resync: windows %v, the lease on %s", w, e.held(t))
 	}
-	if !strings.Contains(e.log.String(), "connecting again") {
-		t.Fatalf("no log line for the lost connection:\n%s", e.log)
+	if !strings.Contains(e.log.String(), "connecting again") || !strings.Contains(e.log.String(), "via=resync") {
+		t.Fatalf("no log lines for the lost connection and the resync:\n%s", e.log)
 	}
 	e.d.nova.mu.Lock()
 	e.d.nova.disabled[failed] = false
@@ -577,7 +577,7 @@ func TestListenerBadCredentials(t *testing.T) {
 
 func TestNewListenerChecks(t *testing.T) {
 	m := &Monitor{}
-	for _, u := range []string{"", "http://x/", "amqp://user:pa ss@host/", "amqp://"} {
+	for _, u := range []string{"", "http://x/", "amqp://user:pa ss@host/", "amqp://", "rabbit://u:pa ss@h1:5672,u:pa ss@h2:5672/"} {
 		if _, err := NewListener(m, ListenerConfig{URL: u}); err == nil {
 			t.Errorf("%q: no error", u)
 		} else if strings.Contains(err.Error(), "pa ss") {
@@ -590,5 +590,8 @@ func TestNewListenerChecks(t *testing.T) {
 	}
 	if l.cfg.Exchange != "nova" || len(l.cfg.Topics) != 1 || l.cfg.Topics[0] != "versioned_notifications" {
 		t.Fatalf("defaults: %+v", l.cfg)
+	}
+	if l, err := NewListener(m, ListenerConfig{URL: "rabbit://u:p@h:5672/v"}); err != nil || l.String() != "amqp://u@h:5672/v exchange nova, routing keys versioned_notifications.info" {
+		t.Fatalf("oslo's rabbit:// URL: %v, %v", l, err)
 	}
 }

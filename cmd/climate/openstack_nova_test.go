@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -255,8 +256,16 @@ func (n *testNova) serve(t *testing.T, hosts []string) *server {
 // serveMonitored is serve with the host monitor polling every monitor (0: none).
 func (n *testNova) serveMonitored(t *testing.T, hosts []string, monitor time.Duration) *server {
 	t.Helper()
-	s := startServer(t, serveOptions{logLevel: "info", driver: driverOptions{name: "openstack", freepool: openstack.DefaultFreepool,
-		azPrefix: openstack.DefaultAZPrefix, iface: "public", deleteTimeout: time.Minute, attempts: 3, backoff: 200 * time.Millisecond, monitor: monitor},
+	return n.serveDriver(t, hosts, func(d *driverOptions) { d.monitor = monitor })
+}
+
+// serveDriver is serve with the driver's options as set changes them.
+func (n *testNova) serveDriver(t *testing.T, hosts []string, set func(*driverOptions)) *server {
+	t.Helper()
+	d := driverOptions{name: "openstack", freepool: openstack.DefaultFreepool,
+		azPrefix: openstack.DefaultAZPrefix, iface: "public", deleteTimeout: time.Minute, attempts: 3, backoff: 200 * time.Millisecond}
+	set(&d)
+	s := startServer(t, serveOptions{logLevel: "info", driver: d,
 		keystone: keystoneOptions{url: n.ksURL, username: "admin", password: "adminpass", project: "admin",
 			userDomain: "Default", projectDomain: "Default", startupWait: 10 * time.Second}})
 	for _, h := range hosts {
@@ -825,6 +834,49 @@ func TestOpenStackDriverInstanceActionsTwice(t *testing.T) {
 func TestOpenStackDriverMonitorHeals(t *testing.T) {
 	n := needNova(t)
 	hosts := n.reset(t)
+	s := n.serveMonitored(t, hosts, 300*time.Millisecond)
+	took := n.healsWhenDisabled(t, s, hosts)
+	t.Logf("compute service disabled → replacement host in the aggregate (polling every 300 ms): %s", took.Round(time.Millisecond))
+}
+
+// The same with Nova's notifications instead of the poll (Blazar's notification monitor):
+// Nova (.ci/nova/40-configs.sh) sends versioned notifications to its RabbitMQ vhost, and
+// climate serve --nova-notifications binds its queue there; service.update of the disabled
+// compute service heals, the one of its enabling closes the window.
+func TestOpenStackDriverNotificationsHeal(t *testing.T) {
+	n := needNova(t)
+	broker := os.Getenv("CLIMATE_TEST_NOVA_AMQP")
+	if broker == "" {
+		broker = "amqp://guest:guest@127.0.0.1:5672/climate-nova" // .ci/nova's vhost
+	}
+	hosts := n.reset(t)
+	s := n.serveDriver(t, hosts, func(d *driverOptions) {
+		d.notifications, d.notifyExch, d.notifyTopics = broker, openstack.DefaultNovaExchange, []string{openstack.DefaultNovaTopic}
+	})
+	// Bound to Nova's exchange before Nova is touched (the log cannot signal).
+	n.waitFor(t, "the listener bound to Nova's notifications", 30*time.Second, func() (bool, error) {
+		return strings.Contains(s.output.String(), "nova notifications: listening"), nil
+	})
+	took := n.healsWhenDisabled(t, s, hosts)
+	t.Logf("compute service disabled → replacement host in the aggregate (Nova's notifications, no polling): %s", took.Round(time.Millisecond))
+	out := s.output.String()
+	if !strings.Contains(out, "via=notification") || strings.Contains(out, "via=poll") {
+		t.Fatalf("the decisions did not come from Nova's notifications alone:\n%s", out)
+	}
+	if u, _ := url.Parse(broker); u != nil {
+		if pw, ok := u.User.Password(); ok && strings.Contains(out, ":"+pw+"@") {
+			t.Fatal("the log shows the broker's password")
+		}
+	}
+}
+
+// healsWhenDisabled leases one host on s, disables its nova-compute service and waits
+// for healing to give the active lease the other host, which the driver moves into the
+// reservation's aggregate while the disabled one goes back to the freepool, under the
+// monitor's window; enabled again, the window closes. It returns the time from the
+// disabling to the other host in the aggregate.
+func (n *testNova) healsWhenDisabled(t *testing.T, s *server, hosts []string) time.Duration {
+	t.Helper()
 	ctx := context.Background()
 	setService := func(host string, status services.ServiceStatus) {
 		t.Helper()
@@ -838,7 +890,6 @@ func TestOpenStackDriverMonitorHeals(t *testing.T) {
 		_, err = services.Update(ctx, n.compute, list[0].ID, services.UpdateOpts{Status: status}).Extract()
 		must(t, err)
 	}
-	s := n.serveMonitored(t, hosts, 300*time.Millisecond)
 	// Any one host: healing may then replace it by the other.
 	start := time.Now().UTC().Add(2 * time.Second).Truncate(time.Second)
 	r := ksCall(t, "POST", s.url+"/v1/leases", fmt.Sprintf(`{"name": "monitored", "start_date": %q, "end_date": %q,
@@ -875,7 +926,6 @@ func TestOpenStackDriverMonitorHeals(t *testing.T) {
 		a := n.aggregate(t, rid)
 		return a != nil && slices.Equal(a.Hosts, []string{other}) && slices.Equal(n.aggregate(t, openstack.DefaultFreepool).Hosts, []string{failed}), nil
 	})
-	t.Logf("compute service disabled → replacement host in the aggregate: %s", healed.Sub(disabled).Round(time.Millisecond))
 	windows := ksCall(t, "GET", s.url+"/v1/os-hosts/"+hostID+"/maintenances", "", nil)
 	if list, _ := windows.body["maintenances"].([]any); len(list) != 1 || !strings.Contains(windows.raw, openstack.MonitorReason) {
 		t.Fatalf("the failed host's maintenance windows: %s", windows)
@@ -893,6 +943,7 @@ func TestOpenStackDriverMonitorHeals(t *testing.T) {
 		}
 		return len(list) == 0, nil
 	})
+	return healed.Sub(disabled)
 }
 
 // A floating IP reservation against the real neutron-server (.ci/nova with NEUTRON=real),
