@@ -920,12 +920,21 @@ func (n *testNova) healsWhenDisabled(t *testing.T, s *server, hosts []string) ti
 		}
 	}
 
+	disabled := time.Now() // the request's start: Nova notifies before it answers
 	setService(failed, services.ServiceDisabled)
-	disabled := time.Now()
 	healed := n.waitFor(t, "the other host in the aggregate, the failed one in the freepool", 30*time.Second, func() (bool, error) {
 		a := n.aggregate(t, rid)
 		return a != nil && slices.Equal(a.Hosts, []string{other}) && slices.Equal(n.aggregate(t, openstack.DefaultFreepool).Hosts, []string{failed}), nil
 	})
+	// When the monitor decided, from its log line's time (the polls above see it only to
+	// 100 ms): detection apart from the Nova calls that move the hosts.
+	for _, line := range strings.Split(s.output.String(), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && strings.Contains(line, "host out of service") && strings.HasPrefix(f[0], "time=") {
+			if at, err := time.Parse(time.RFC3339Nano, strings.TrimPrefix(f[0], "time=")); err == nil {
+				t.Logf("compute service disabled → host out of service (the monitor's log line): %s", at.Sub(disabled).Round(time.Millisecond))
+			}
+		}
+	}
 	windows := ksCall(t, "GET", s.url+"/v1/os-hosts/"+hostID+"/maintenances", "", nil)
 	if list, _ := windows.body["maintenances"].([]any); len(list) != 1 || !strings.Contains(windows.raw, openstack.MonitorReason) {
 		t.Fatalf("the failed host's maintenance windows: %s", windows)
