@@ -27,6 +27,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/images"
 
 	"climate"
+	"climate/bench"
 	"climate/openstack"
 	"climate/sqlite"
 )
@@ -256,18 +257,18 @@ func (n *testNova) serve(t *testing.T, hosts []string) *server {
 // serveMonitored is serve with the host monitor polling every monitor (0: none).
 func (n *testNova) serveMonitored(t *testing.T, hosts []string, monitor time.Duration) *server {
 	t.Helper()
-	return n.serveDriver(t, hosts, func(d *driverOptions) { d.monitor = monitor })
+	return n.serveWith(t, hosts, func(o *serveOptions) { o.driver.monitor = monitor })
 }
 
-// serveDriver is serve with the driver's options as set changes them.
-func (n *testNova) serveDriver(t *testing.T, hosts []string, set func(*driverOptions)) *server {
+// serveWith is serve with the options as set changes them.
+func (n *testNova) serveWith(t *testing.T, hosts []string, set func(*serveOptions)) *server {
 	t.Helper()
-	d := driverOptions{name: "openstack", freepool: openstack.DefaultFreepool,
-		azPrefix: openstack.DefaultAZPrefix, iface: "public", deleteTimeout: time.Minute, attempts: 3, backoff: 200 * time.Millisecond}
-	set(&d)
-	s := startServer(t, serveOptions{logLevel: "info", driver: d,
+	o := serveOptions{logLevel: "info", driver: driverOptions{name: "openstack", freepool: openstack.DefaultFreepool,
+		azPrefix: openstack.DefaultAZPrefix, iface: "public", deleteTimeout: time.Minute, attempts: 3, backoff: 200 * time.Millisecond},
 		keystone: keystoneOptions{url: n.ksURL, username: "admin", password: "adminpass", project: "admin",
-			userDomain: "Default", projectDomain: "Default", startupWait: 10 * time.Second}})
+			userDomain: "Default", projectDomain: "Default", startupWait: 10 * time.Second}}
+	set(&o)
+	s := startServer(t, o)
 	for _, h := range hosts {
 		if r := ksCall(t, "POST", s.url+"/v1/os-hosts", fmt.Sprintf(`{"name": %q}`, h), nil); r.status != 201 {
 			t.Fatalf("registering %s: %s", h, r)
@@ -834,8 +835,9 @@ func TestOpenStackDriverInstanceActionsTwice(t *testing.T) {
 func TestOpenStackDriverMonitorHeals(t *testing.T) {
 	n := needNova(t)
 	hosts := n.reset(t)
-	s := n.serveMonitored(t, hosts, 300*time.Millisecond)
-	took := n.healsWhenDisabled(t, s, hosts)
+	log := &bench.CappedBuffer{Max: 4 << 20}
+	s := n.serveWith(t, hosts, func(o *serveOptions) { o.driver.monitor, o.logTo = 300*time.Millisecond, log })
+	took := n.healsWhenDisabled(t, s, hosts, log)
 	t.Logf("compute service disabled → replacement host in the aggregate (polling every 300 ms): %s", took.Round(time.Millisecond))
 }
 
@@ -850,16 +852,23 @@ func TestOpenStackDriverNotificationsHeal(t *testing.T) {
 		broker = "amqp://guest:guest@127.0.0.1:5672/climate-nova" // .ci/nova's vhost
 	}
 	hosts := n.reset(t)
-	s := n.serveDriver(t, hosts, func(d *driverOptions) {
-		d.notifications, d.notifyExch, d.notifyTopics = broker, openstack.DefaultNovaExchange, []string{openstack.DefaultNovaTopic}
+	log := &bench.CappedBuffer{Max: 4 << 20}
+	s := n.serveWith(t, hosts, func(o *serveOptions) {
+		o.logTo = log
+		o.driver.notifications, o.driver.notifyExch, o.driver.notifyTopics = broker, openstack.DefaultNovaExchange, []string{openstack.DefaultNovaTopic}
+	})
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("climate serve's log:\n%s", log)
+		}
 	})
 	// Bound to Nova's exchange before Nova is touched (the log cannot signal).
 	n.waitFor(t, "the listener bound to Nova's notifications", 30*time.Second, func() (bool, error) {
-		return strings.Contains(s.output.String(), "nova notifications: listening"), nil
+		return strings.Contains(log.String(), "nova notifications: listening"), nil
 	})
-	took := n.healsWhenDisabled(t, s, hosts)
+	took := n.healsWhenDisabled(t, s, hosts, log)
 	t.Logf("compute service disabled → replacement host in the aggregate (Nova's notifications, no polling): %s", took.Round(time.Millisecond))
-	out := s.output.String()
+	out := log.String()
 	if !strings.Contains(out, "via=notification") || strings.Contains(out, "via=poll") {
 		t.Fatalf("the decisions did not come from Nova's notifications alone:\n%s", out)
 	}
@@ -875,7 +884,7 @@ func TestOpenStackDriverNotificationsHeal(t *testing.T) {
 // reservation's aggregate while the disabled one goes back to the freepool, under the
 // monitor's window; enabled again, the window closes. It returns the time from the
 // disabling to the other host in the aggregate.
-func (n *testNova) healsWhenDisabled(t *testing.T, s *server, hosts []string) time.Duration {
+func (n *testNova) healsWhenDisabled(t *testing.T, s *server, hosts []string, log fmt.Stringer) time.Duration {
 	t.Helper()
 	ctx := context.Background()
 	setService := func(host string, status services.ServiceStatus) {
@@ -928,7 +937,7 @@ func (n *testNova) healsWhenDisabled(t *testing.T, s *server, hosts []string) ti
 	})
 	// When the monitor decided, from its log line's time (the polls above see it only to
 	// 100 ms): detection apart from the Nova calls that move the hosts.
-	for _, line := range strings.Split(s.output.String(), "\n") {
+	for _, line := range strings.Split(log.String(), "\n") {
 		if f := strings.Fields(line); len(f) > 0 && strings.Contains(line, "host out of service") && strings.HasPrefix(f[0], "time=") {
 			if at, err := time.Parse(time.RFC3339Nano, strings.TrimPrefix(f[0], "time=")); err == nil {
 				t.Logf("compute service disabled → host out of service (the monitor's log line): %s", at.Sub(disabled).Round(time.Millisecond))
