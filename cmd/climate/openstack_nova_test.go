@@ -931,6 +931,7 @@ func (n *testNova) healsWhenDisabled(t *testing.T, s *server, hosts []string, lo
 
 	disabled := time.Now() // the request's start: Nova notifies before it answers
 	setService(failed, services.ServiceDisabled)
+	t.Logf("the disabling request took %s", time.Since(disabled).Round(time.Millisecond))
 	healed := n.waitFor(t, "the other host in the aggregate, the failed one in the freepool", 30*time.Second, func() (bool, error) {
 		a := n.aggregate(t, rid)
 		return a != nil && slices.Equal(a.Hosts, []string{other}) && slices.Equal(n.aggregate(t, openstack.DefaultFreepool).Hosts, []string{failed}), nil
