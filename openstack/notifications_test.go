@@ -290,13 +290,21 @@ type listening struct {
 	asking atomic.Bool
 	lease  string
 	who    climate.Identity
+	m      *Monitor
 }
 
 func newListening(t *testing.T) *listening {
 	t.Helper()
+	return newListeningWith(t, nil)
+}
+
+// newListeningWith is newListening with the listener's configuration changed by set.
+func newListeningWith(t *testing.T, set func(*ListenerConfig)) *listening {
+	t.Helper()
 	url, addr := amqpURL(t)
 	e := &listening{d: newTestDriver(t, "c1", "c2"), log: &syncLog{}, ready: make(chan struct{}, 10), seen: make(chan Seen, 100), asked: make(chan bool, 100),
 		who: climate.Identity{UserID: "u", ProjectID: "proj", Roles: []string{"member"}}}
+	e.log.lines = make(chan string, 1000)
 	e.d.cfg.Logger = slog.New(slog.NewTextHandler(e.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	e.d.nova.hypervisors = []string{"c1", "c2"}
 	e.d.nova.down, e.d.nova.disabled = map[string]bool{}, map[string]bool{}
@@ -304,7 +312,7 @@ func newListening(t *testing.T) *listening {
 	e.bus = newNovaBus(t, url)
 	e.proxy = newProxy(t, addr)
 	e.lead.Store(true)
-	m := &Monitor{Driver: e.d.Driver, Hosts: e.mgr, Maintenance: e.mgr, Leader: func(context.Context) (bool, error) {
+	e.m = &Monitor{Driver: e.d.Driver, Hosts: e.mgr, Maintenance: e.mgr, Leader: func(context.Context) (bool, error) {
 		lead := e.lead.Load()
 		if e.asking.Load() {
 			e.asked <- lead
@@ -314,9 +322,13 @@ func newListening(t *testing.T) *listening {
 	// The URL goes through the proxy, with the broker's user and password.
 	uri, _ := amqp091.ParseURI(url)
 	uri.Host, uri.Port = "127.0.0.1", e.proxy.ln.Addr().(*net.TCPAddr).Port
-	l, err := NewListener(m, ListenerConfig{URL: uri.String(), Exchange: e.bus.exchange, Topics: []string{"versioned_notifications", " other "},
+	cfg := ListenerConfig{URL: uri.String(), Exchange: e.bus.exchange, Topics: []string{"versioned_notifications", " other "},
 		Backoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond, LeadEvery: 20 * time.Millisecond,
-		Ready: func() { e.ready <- struct{}{} }, Seen: func(s Seen) { e.seen <- s }})
+		Ready: func() { e.ready <- struct{}{} }, Seen: func(s Seen) { e.seen <- s }}
+	if set != nil {
+		set(&cfg)
+	}
+	l, err := NewListener(e.m, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -593,5 +605,105 @@ func TestNewListenerChecks(t *testing.T) {
 	}
 	if l, err := NewListener(m, ListenerConfig{URL: "rabbit://u:p@h:5672/v"}); err != nil || l.String() != "amqp://u@h:5672/v exchange nova, routing keys versioned_notifications.info" {
 		t.Fatalf("oslo's rabbit:// URL: %v, %v", l, err)
+	}
+}
+
+// waitLog waits for a log line containing want.
+func waitLog(t *testing.T, log *syncLog, want string) {
+	t.Helper()
+	for {
+		select {
+		case line := <-log.lines:
+			if strings.Contains(line, want) {
+				return
+			}
+		case <-time.After(failAfter):
+			t.Fatalf("no log line with %q:\n%s", want, log)
+		}
+	}
+}
+
+// Nova not up yet (its exchange not declared): the listener says so and tries again,
+// without declaring it (its flags are Nova's to choose); once Nova has declared it, the
+// listener binds.
+func TestListenerWaitsForNovasExchange(t *testing.T) {
+	var later string
+	e := newListeningWith(t, func(c *ListenerConfig) {
+		later = c.Exchange + "_later"
+		c.Exchange = later
+	})
+	waitLog(t, e.log, `exchange \"`+later+`\" is not on the broker`)
+	waitLog(t, e.log, `exchange \"`+later+`\" is not on the broker`) // and again
+	if err := e.bus.ch.ExchangeDeclare(later, "topic", false, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.bus.ch.ExchangeDelete(later, false, false) })
+	e.waitReady(t)
+	failed := e.held(t)
+	if err := e.bus.ch.PublishWithContext(context.Background(), later, "versioned_notifications.info", false, false,
+		amqp091.Publishing{Body: serviceUpdate(t, failed, "nova-compute", true, false)}); err != nil {
+		t.Fatal(err)
+	}
+	e.handled(t)
+	if w := e.windows(t); w[failed] != 1 {
+		t.Fatalf("windows %v", w)
+	}
+}
+
+// With the poll running too, both feed the one decision: what either says first opens
+// the window, the other finds it open (one window per failure), and either closes it.
+func TestMonitorPollAndNotificationsAgree(t *testing.T) {
+	e := newListening(t)
+	e.waitReady(t)
+	failed := e.held(t)
+	ctx := context.Background()
+	poll := func() {
+		t.Helper()
+		if err := e.m.Check(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set := func(disabled bool) {
+		e.d.nova.mu.Lock()
+		e.d.nova.disabled[failed] = disabled
+		e.d.nova.mu.Unlock()
+	}
+	// Disabled: the notification first, then rounds.
+	set(true)
+	e.bus.publish(t, "versioned_notifications.info", serviceUpdate(t, failed, "nova-compute", true, false))
+	e.handled(t)
+	poll()
+	poll()
+	if w := e.windows(t); len(w) != 1 || w[failed] != 1 {
+		t.Fatalf("disabled, told twice: windows %v", w)
+	}
+	// Enabled: the round first, then the notification, which finds nothing to do.
+	set(false)
+	poll()
+	if w := e.windows(t); len(w) != 0 {
+		t.Fatalf("enabled, polled: windows %v", w)
+	}
+	e.bus.publish(t, "versioned_notifications.info", serviceUpdate(t, failed, "nova-compute", false, false))
+	if s := e.handled(t); s.Err != nil {
+		t.Fatal(s.Err)
+	}
+	// Concurrently, many times: never two windows for one host.
+	set(true)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 20 {
+			poll()
+		}
+	}()
+	for i := range 20 {
+		e.bus.publish(t, "versioned_notifications.info", serviceUpdate(t, failed, "nova-compute", true, i%2 == 0))
+	}
+	for range 20 {
+		e.handled(t)
+	}
+	<-done
+	if w := e.windows(t); len(w) != 1 || w[failed] != 1 {
+		t.Fatalf("disabled, told 40 times at once: windows %v", w)
 	}
 }
