@@ -54,8 +54,9 @@ Blazar's private flavor <id>, aggregate and placement inventory; virtual:floatin
 Neutron floating IPs of the project. Hosts are registered from Nova's hypervisors
 (and join the freepool); --nova-monitor-interval polls their state into maintenance
 windows, and --nova-notifications (better: CLIMATE_NOVA_NOTIFICATIONS, as the URL holds a
-password) listens to Nova's service.update notifications on RabbitMQ for the same. Climate authenticates as its service user of the --keystone-… flags (admin on
-its project), whatever --auth is.`
+password) listens to Nova's service.update notifications on RabbitMQ for the same.
+Climate authenticates as its service user of the --keystone-… flags (admin on its
+project), whatever --auth is.`
 	f := cmd.Flags()
 	f.StringVar(&o.name, "driver", "standalone", "what lease events do besides hooks: standalone (nothing) or openstack (Nova host aggregates, as Blazar)")
 	f.StringVar(&o.region, "openstack-region", "", "the region of Nova's endpoint in Keystone's catalog (empty: any)")
