@@ -3,6 +3,7 @@ package openstack
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
@@ -23,12 +24,20 @@ var monitorWho = climate.Identity{UserID: "climate-openstack-monitor", Roles: []
 // replaced, or flagged missing_resources), and puts it back when the hypervisor is up and
 // enabled again (closing only the windows it opened). Healing's lease.healed notification
 // then brings active aggregates in step (Changes).
+//
+// Nova's notifications (Listener) feed the same decision: a service.update is Observe of
+// one host, the poll's round Check of all; both end in apply, one at a time.
 type Monitor struct {
 	Driver      *Driver
 	Hosts       climate.HostService
 	Maintenance climate.MaintenanceService
 	// Leader, when set, says whether this replica runs the round (PostgreSQL: one does).
 	Leader func(ctx context.Context) (bool, error)
+
+	// mu serializes the rounds and the notifications' decisions, so that each reads the
+	// windows the previous one left (no window opened twice) and a round that read Nova
+	// before a notification cannot apply its older view after it.
+	mu sync.Mutex
 }
 
 // Run checks every interval until ctx is done.
@@ -59,8 +68,33 @@ func (m *Monitor) lead(ctx context.Context) (bool, error) {
 	return m.Leader(ctx)
 }
 
-// Check runs one round.
-func (m *Monitor) Check(ctx context.Context) error {
+// Check runs one round: Nova's hypervisors, then the decision for every host of Nova's.
+func (m *Monitor) Check(ctx context.Context) error { return m.check(ctx, "poll") }
+
+// check is Check, via saying for the log why the round ran.
+func (m *Monitor) check(ctx context.Context, via string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	down, err := m.hypervisors(ctx)
+	if err != nil {
+		return err
+	}
+	return m.apply(ctx, down, via)
+}
+
+// Observe applies what Nova said of one compute service (a service.update notification):
+// down (disabled or forced down) takes the host whose service name (or, without one,
+// hypervisor name) is host out of service, and up puts it back, as a round would. A host
+// Climate does not have is left alone.
+func (m *Monitor) Observe(ctx context.Context, host string, down bool, via string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.apply(ctx, map[string]bool{host: down}, via)
+}
+
+// hypervisors asks Nova which hypervisors are down or disabled, by service host and by
+// hypervisor name.
+func (m *Monitor) hypervisors(ctx context.Context) (map[string]bool, error) {
 	var body struct {
 		Hypervisors []struct {
 			HypervisorHostname string `json:"hypervisor_hostname"`
@@ -78,7 +112,7 @@ func (m *Monitor) Check(ctx context.Context) error {
 		return err
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	down := map[string]bool{} // by service host and by hypervisor name
 	for _, hv := range body.Hypervisors {
@@ -86,6 +120,14 @@ func (m *Monitor) Check(ctx context.Context) error {
 		down[hv.HypervisorHostname] = bad
 		down[hv.Service.Host] = bad
 	}
+	return down, nil
+}
+
+// apply is the one decision, per host of Climate's that down names (true: down or
+// disabled): a host down without the monitor's window gets one, now until further notice
+// (healing its reservations); a host up with the monitor's window has it closed. via says
+// for the log what told (the poll, or Nova's notification). m.mu is held.
+func (m *Monitor) apply(ctx context.Context, down map[string]bool, via string) error {
 	hosts, err := m.Hosts.ListHosts(ctx, monitorWho)
 	if err != nil {
 		return err
@@ -115,13 +157,13 @@ func (m *Monitor) Check(ctx context.Context) error {
 			if err != nil {
 				return fmt.Errorf("taking host %s out of service: %w", name, err)
 			}
-			m.Driver.cfg.Logger.Warn("openstack monitor: hypervisor down or disabled: host out of service", "host", name, "healed", len(healed))
+			m.Driver.cfg.Logger.Warn("openstack monitor: hypervisor down or disabled: host out of service", "host", name, "healed", len(healed), "via", via)
 		case !bad && open:
 			healed, err := m.Maintenance.DeleteMaintenance(ctx, monitorWho, h.ID, w)
 			if err != nil {
 				return fmt.Errorf("putting host %s back in service: %w", name, err)
 			}
-			m.Driver.cfg.Logger.Info("openstack monitor: hypervisor up and enabled: host back in service", "host", name, "healed", len(healed))
+			m.Driver.cfg.Logger.Info("openstack monitor: hypervisor up and enabled: host back in service", "host", name, "healed", len(healed), "via", via)
 		}
 	}
 	return nil

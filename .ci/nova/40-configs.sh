@@ -82,6 +82,13 @@ enabled_filters = ComputeFilter,AvailabilityZoneFilter,ComputeCapabilitiesFilter
 lock_path = $ST/locks
 [oslo_messaging_rabbit]
 amqp_durable_queues = false
+# Versioned notifications (service.update among them) on the RPC broker (transport_url
+# above), topic exchange nova, routing key versioned_notifications.info: Climate's
+# notification monitor binds its own queue there (--nova-notifications).
+[oslo_messaging_notifications]
+driver = messagingv2
+[notifications]
+notification_format = versioned
 [oslo_policy]
 policy_file = $ST/nova/policy.yaml
 [vnc]

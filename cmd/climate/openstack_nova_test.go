@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,6 +27,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/images"
 
 	"climate"
+	"climate/bench"
 	"climate/openstack"
 	"climate/sqlite"
 )
@@ -255,10 +257,18 @@ func (n *testNova) serve(t *testing.T, hosts []string) *server {
 // serveMonitored is serve with the host monitor polling every monitor (0: none).
 func (n *testNova) serveMonitored(t *testing.T, hosts []string, monitor time.Duration) *server {
 	t.Helper()
-	s := startServer(t, serveOptions{logLevel: "info", driver: driverOptions{name: "openstack", freepool: openstack.DefaultFreepool,
-		azPrefix: openstack.DefaultAZPrefix, iface: "public", deleteTimeout: time.Minute, attempts: 3, backoff: 200 * time.Millisecond, monitor: monitor},
+	return n.serveWith(t, hosts, func(o *serveOptions) { o.driver.monitor = monitor })
+}
+
+// serveWith is serve with the options as set changes them.
+func (n *testNova) serveWith(t *testing.T, hosts []string, set func(*serveOptions)) *server {
+	t.Helper()
+	o := serveOptions{logLevel: "info", driver: driverOptions{name: "openstack", freepool: openstack.DefaultFreepool,
+		azPrefix: openstack.DefaultAZPrefix, iface: "public", deleteTimeout: time.Minute, attempts: 3, backoff: 200 * time.Millisecond},
 		keystone: keystoneOptions{url: n.ksURL, username: "admin", password: "adminpass", project: "admin",
-			userDomain: "Default", projectDomain: "Default", startupWait: 10 * time.Second}})
+			userDomain: "Default", projectDomain: "Default", startupWait: 10 * time.Second}}
+	set(&o)
+	s := startServer(t, o)
 	for _, h := range hosts {
 		if r := ksCall(t, "POST", s.url+"/v1/os-hosts", fmt.Sprintf(`{"name": %q}`, h), nil); r.status != 201 {
 			t.Fatalf("registering %s: %s", h, r)
@@ -825,6 +835,57 @@ func TestOpenStackDriverInstanceActionsTwice(t *testing.T) {
 func TestOpenStackDriverMonitorHeals(t *testing.T) {
 	n := needNova(t)
 	hosts := n.reset(t)
+	log := &bench.CappedBuffer{Max: 4 << 20}
+	s := n.serveWith(t, hosts, func(o *serveOptions) { o.driver.monitor, o.logTo = 300*time.Millisecond, log })
+	took := n.healsWhenDisabled(t, s, hosts, log)
+	t.Logf("compute service disabled → replacement host in the aggregate (polling every 300 ms): %s", took.Round(time.Millisecond))
+}
+
+// The same with Nova's notifications instead of the poll (Blazar's notification monitor):
+// Nova (.ci/nova/40-configs.sh) sends versioned notifications to its RabbitMQ vhost, and
+// climate serve --nova-notifications binds its queue there; service.update of the disabled
+// compute service heals, the one of its enabling closes the window.
+func TestOpenStackDriverNotificationsHeal(t *testing.T) {
+	n := needNova(t)
+	broker := os.Getenv("CLIMATE_TEST_NOVA_AMQP")
+	if broker == "" {
+		broker = "amqp://guest:guest@127.0.0.1:5672/climate-nova" // .ci/nova's vhost
+	}
+	hosts := n.reset(t)
+	log := &bench.CappedBuffer{Max: 4 << 20}
+	s := n.serveWith(t, hosts, func(o *serveOptions) {
+		o.logTo = log
+		o.driver.notifications, o.driver.notifyExch, o.driver.notifyTopics = broker, openstack.DefaultNovaExchange, []string{openstack.DefaultNovaTopic}
+	})
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("climate serve's log:\n%s", log)
+		}
+	})
+	// Bound to Nova's exchange before Nova is touched (the log cannot signal).
+	n.waitFor(t, "the listener bound to Nova's notifications", 30*time.Second, func() (bool, error) {
+		return strings.Contains(log.String(), "nova notifications: listening"), nil
+	})
+	took := n.healsWhenDisabled(t, s, hosts, log)
+	t.Logf("compute service disabled → replacement host in the aggregate (Nova's notifications, no polling): %s", took.Round(time.Millisecond))
+	out := log.String()
+	if !strings.Contains(out, "via=notification") || strings.Contains(out, "via=poll") {
+		t.Fatalf("the decisions did not come from Nova's notifications alone:\n%s", out)
+	}
+	if u, _ := url.Parse(broker); u != nil {
+		if pw, ok := u.User.Password(); ok && strings.Contains(out, ":"+pw+"@") {
+			t.Fatal("the log shows the broker's password")
+		}
+	}
+}
+
+// healsWhenDisabled leases one host on s, disables its nova-compute service and waits
+// for healing to give the active lease the other host, which the driver moves into the
+// reservation's aggregate while the disabled one goes back to the freepool, under the
+// monitor's window; enabled again, the window closes. It returns the time from the
+// disabling to the other host in the aggregate.
+func (n *testNova) healsWhenDisabled(t *testing.T, s *server, hosts []string, log fmt.Stringer) time.Duration {
+	t.Helper()
 	ctx := context.Background()
 	setService := func(host string, status services.ServiceStatus) {
 		t.Helper()
@@ -838,7 +899,6 @@ func TestOpenStackDriverMonitorHeals(t *testing.T) {
 		_, err = services.Update(ctx, n.compute, list[0].ID, services.UpdateOpts{Status: status}).Extract()
 		must(t, err)
 	}
-	s := n.serveMonitored(t, hosts, 300*time.Millisecond)
 	// Any one host: healing may then replace it by the other.
 	start := time.Now().UTC().Add(2 * time.Second).Truncate(time.Second)
 	r := ksCall(t, "POST", s.url+"/v1/leases", fmt.Sprintf(`{"name": "monitored", "start_date": %q, "end_date": %q,
@@ -869,13 +929,22 @@ func TestOpenStackDriverMonitorHeals(t *testing.T) {
 		}
 	}
 
+	disabled := time.Now() // the request's start: Nova notifies before it answers
 	setService(failed, services.ServiceDisabled)
-	disabled := time.Now()
+	t.Logf("the disabling request took %s", time.Since(disabled).Round(time.Millisecond))
 	healed := n.waitFor(t, "the other host in the aggregate, the failed one in the freepool", 30*time.Second, func() (bool, error) {
 		a := n.aggregate(t, rid)
 		return a != nil && slices.Equal(a.Hosts, []string{other}) && slices.Equal(n.aggregate(t, openstack.DefaultFreepool).Hosts, []string{failed}), nil
 	})
-	t.Logf("compute service disabled → replacement host in the aggregate: %s", healed.Sub(disabled).Round(time.Millisecond))
+	// When the monitor decided, from its log line's time (the polls above see it only to
+	// 100 ms): detection apart from the Nova calls that move the hosts.
+	for _, line := range strings.Split(log.String(), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && strings.Contains(line, "host out of service") && strings.HasPrefix(f[0], "time=") {
+			if at, err := time.Parse(time.RFC3339Nano, strings.TrimPrefix(f[0], "time=")); err == nil {
+				t.Logf("compute service disabled → host out of service (the monitor's log line): %s", at.Sub(disabled).Round(time.Millisecond))
+			}
+		}
+	}
 	windows := ksCall(t, "GET", s.url+"/v1/os-hosts/"+hostID+"/maintenances", "", nil)
 	if list, _ := windows.body["maintenances"].([]any); len(list) != 1 || !strings.Contains(windows.raw, openstack.MonitorReason) {
 		t.Fatalf("the failed host's maintenance windows: %s", windows)
@@ -893,6 +962,7 @@ func TestOpenStackDriverMonitorHeals(t *testing.T) {
 		}
 		return len(list) == 0, nil
 	})
+	return healed.Sub(disabled)
 }
 
 // A floating IP reservation against the real neutron-server (.ci/nova with NEUTRON=real),

@@ -526,7 +526,7 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 		go func() { defer wg.Done(); errc <- eng.Run(ctx) }()
 		go func() { defer wg.Done(); _ = deliverer.Run(ctx) }()
 		acts.run(ctx, &wg)
-		runMonitor(ctx, &wg, &o.driver, drv, mgr, pg)
+		runMonitor(ctx, &wg, &o.driver, drv, mgr, pg, log)
 		if onPostgres {
 			wg.Add(1)
 			go func() {

@@ -34,7 +34,10 @@ type driverOptions struct {
 	attempts      int
 	backoff       time.Duration
 	monitor       time.Duration // 0: no host monitor
-	freezeAt      string        // crash tests: the step at which to freeze (hidden flags)
+	notifications string        // Nova's notification broker's URL ("": not listened to)
+	notifyExch    string
+	notifyTopics  []string
+	freezeAt      string // crash tests: the step at which to freeze (hidden flags)
 	freezeFile    string
 }
 
@@ -50,8 +53,10 @@ hosts go back to the freepool. virtual:instance and flavor:instance reservations
 Blazar's private flavor <id>, aggregate and placement inventory; virtual:floatingip ones
 Neutron floating IPs of the project. Hosts are registered from Nova's hypervisors
 (and join the freepool); --nova-monitor-interval polls their state into maintenance
-windows. Climate authenticates as its service user of the --keystone-… flags (admin on
-its project), whatever --auth is.`
+windows, and --nova-notifications (better: CLIMATE_NOVA_NOTIFICATIONS, as the URL holds a
+password) listens to Nova's service.update notifications on RabbitMQ for the same.
+Climate authenticates as its service user of the --keystone-… flags (admin on its
+project), whatever --auth is.`
 	f := cmd.Flags()
 	f.StringVar(&o.name, "driver", "standalone", "what lease events do besides hooks: standalone (nothing) or openstack (Nova host aggregates, as Blazar)")
 	f.StringVar(&o.region, "openstack-region", "", "the region of Nova's endpoint in Keystone's catalog (empty: any)")
@@ -66,23 +71,50 @@ its project), whatever --auth is.`
 	_ = f.MarkHidden("test-openstack-freeze-at")
 	_ = f.MarkHidden("test-openstack-freeze-file")
 	f.DurationVar(&o.monitor, "nova-monitor-interval", 0, "with --driver openstack, how often to poll Nova's hypervisors (Blazar's polling monitor, e.g. 60s): one down or disabled puts its host in maintenance until further notice (healing its reservations) until it is up again; 0 = no monitor")
+	f.StringVar(&o.notifications, "nova-notifications", "", "with --driver openstack, the RabbitMQ broker Nova sends its versioned notifications to, amqp://USER:PASSWORD@HOST:5672/VHOST (Blazar's notification monitor: a nova-compute service disabled or forced down puts its host in maintenance, enabled again takes it out; prefer CLIMATE_NOVA_NOTIFICATIONS: a flag's value shows in ps)")
+	f.StringVar(&o.notifyExch, "nova-notifications-exchange", openstack.DefaultNovaExchange, "Nova's control_exchange, which its notifications go to")
+	f.StringSliceVar(&o.notifyTopics, "nova-notifications-topics", []string{openstack.DefaultNovaTopic}, "Nova's [notifications] versioned_notifications_topics (comma-separated); Climate's own queue is bound with TOPIC.info for each")
+}
+
+// listenerConfig is the notification listener's configuration of the flags.
+func (o *driverOptions) listenerConfig() openstack.ListenerConfig {
+	return openstack.ListenerConfig{URL: o.notifications, Exchange: o.notifyExch, Topics: o.notifyTopics}
 }
 
 // runMonitor starts the host monitor where the engine runs (on PostgreSQL, in the one
-// replica leading "openstack-monitor"); wg tracks it until ctx is done.
-func runMonitor(ctx context.Context, wg *sync.WaitGroup, o *driverOptions, drv *openstack.Driver, mgr *manager.Manager, pg *postgres.Store) {
-	if drv == nil || o.monitor <= 0 {
+// replica leading "openstack-monitor"): the poll, Nova's notifications or both, one
+// Monitor (one decision) behind them; wg tracks them until ctx is done.
+func runMonitor(ctx context.Context, wg *sync.WaitGroup, o *driverOptions, drv *openstack.Driver, mgr *manager.Manager, pg *postgres.Store, log *slog.Logger) {
+	if drv == nil || (o.monitor <= 0 && o.notifications == "") {
 		return
 	}
 	m := &openstack.Monitor{Driver: drv, Hosts: mgr, Maintenance: mgr}
+	// The lead is renewed by each round and by the listener every DefaultLeadEvery: it
+	// lasts three of the shorter.
+	renew := o.monitor
+	if o.notifications != "" && (renew <= 0 || renew > openstack.DefaultLeadEvery) {
+		renew = openstack.DefaultLeadEvery
+	}
 	holder := climate.NewID()
 	if pg != nil {
 		m.Leader = func(ctx context.Context) (bool, error) {
-			return pg.TryLead(ctx, "openstack-monitor", holder, 3*o.monitor)
+			return pg.TryLead(ctx, "openstack-monitor", holder, 3*renew)
 		}
 	}
-	wg.Add(1)
-	go func() { defer wg.Done(); m.Run(ctx, o.monitor) }()
+	if o.monitor > 0 {
+		wg.Add(1)
+		go func() { defer wg.Done(); m.Run(ctx, o.monitor) }()
+	}
+	if o.notifications != "" {
+		l, err := openstack.NewListener(m, o.listenerConfig())
+		if err != nil { // checked by openstackDriver already
+			log.Error("not listening to Nova's notifications", "err", err)
+			return
+		}
+		log.Info("host monitor: listening to Nova's notifications", "from", l.String(), "polling", o.monitor > 0)
+		wg.Add(1)
+		go func() { defer wg.Done(); l.Run(ctx) }()
+	}
 }
 
 // openstackDriver returns the driver --driver names, connected (nil for standalone).
@@ -90,6 +122,9 @@ func openstackDriver(ctx context.Context, o *serveOptions, st climate.Store, tru
 	d := &o.driver
 	switch d.name {
 	case "", "standalone":
+		if d.notifications != "" {
+			return nil, errors.New("--nova-notifications needs --driver openstack")
+		}
 		return nil, nil
 	case "openstack":
 	default:
@@ -105,6 +140,11 @@ func openstackDriver(ctx context.Context, o *serveOptions, st climate.Store, tru
 		return nil, errors.New("--keystone-application-credential-id needs its secret: set CLIMATE_KEYSTONE_APPLICATION_CREDENTIAL_SECRET")
 	case d.attempts < 1 || d.backoff < 0 || d.deleteTimeout <= 0:
 		return nil, errors.New("--openstack-attempts, --openstack-retry-wait, --nova-server-delete-timeout: want at least 1 attempt, a wait of 0 or more and a positive timeout")
+	}
+	if d.notifications != "" {
+		if _, err := openstack.NewListener(nil, d.listenerConfig()); err != nil {
+			return nil, fmt.Errorf("--nova-notifications: %w", err)
+		}
 	}
 	auth := openstack.Auth{URL: k.url, Username: k.username, Password: k.password, Project: k.project,
 		UserDomain: k.userDomain, ProjectDomain: k.projectDomain, CAFile: k.caFile, Timeout: k.timeout,

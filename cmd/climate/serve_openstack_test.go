@@ -20,6 +20,11 @@ func TestServeDriverSettings(t *testing.T) {
 		{[]string{"--driver", "openstack", "--keystone-url", "http://127.0.0.1:1/v3"}, "needs Climate's service user"},
 		{[]string{"--driver", "openstack", "--keystone-url", "http://127.0.0.1:1/v3", "--keystone-username", "climate",
 			"--keystone-project", "service", "--openstack-attempts", "0"}, "want at least 1 attempt"},
+		{[]string{"--nova-notifications", "amqp://guest:" + secret + "@127.0.0.1:5672/"}, "--nova-notifications needs --driver openstack"},
+		{[]string{"--driver", "openstack", "--keystone-url", "http://127.0.0.1:1/v3", "--keystone-username", "climate",
+			"--keystone-project", "service", "--nova-notifications", "amqp://guest:" + secret + "@127.0.0.1:99999/"}, "--nova-notifications: amqp: the URL"},
+		{[]string{"--driver", "openstack", "--keystone-url", "http://127.0.0.1:1/v3", "--keystone-username", "climate",
+			"--keystone-project", "service", "--nova-notifications", "rabbit://guest:" + secret + "@h1:5672,guest:" + secret + "@h2:5672/"}, "--nova-notifications: amqp: one broker only"},
 		// Nothing answers there: the error says so after --keystone-startup-wait.
 		{[]string{"--driver", "openstack", "--keystone-url", "http://127.0.0.1:1/v3", "--keystone-username", "climate",
 			"--keystone-project", "service", "--keystone-startup-wait", "0s"}, "--driver openstack: authenticating with Keystone at http://127.0.0.1:1/v3"},

@@ -171,8 +171,11 @@ func New(cfg Config) (*Destination, error) {
 		routingKey: cfg.Topic + ".info"}, nil
 }
 
-// checkURL validates an AMQP URL and returns it without its password, and the password.
-// No error repeats the URL: it may hold the password.
+// CheckURL validates an AMQP URL and returns it without its password (for logs and
+// errors: scheme://user@host:port/vhost), and the password (to scrub from the library's
+// errors). No error repeats the URL: it may hold the password.
+func CheckURL(raw string) (addr, password string, err error) { return checkURL(raw) }
+
 func checkURL(raw string) (addr, password string, err error) {
 	if raw == "" {
 		return "", "", errors.New("amqp: no URL (amqp://user:password@host:5672/vhost)")
