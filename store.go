@@ -138,3 +138,15 @@ type AllocationLog interface {
 	// to since (it was pruned); the caller must then rebuild.
 	AllocationChanges(ctx context.Context, since int64) (changes []AllocationChange, ok bool, err error)
 }
+
+// RevisionReader is implemented by stores that read their revisions, or their allocation
+// log after a revision, in a single statement: a planner checking whether its index is
+// current, or catching it up, then costs the database one round trip, not a View's four
+// to six. Each call reads one snapshot.
+type RevisionReader interface {
+	// Revisions returns the inventory and allocation revisions.
+	Revisions(ctx context.Context) (inventory, allocation int64, err error)
+	// ChangesSince returns the revisions and, as AllocationLog's AllocationChanges, the
+	// allocation changes after since (ok false: rebuild).
+	ChangesSince(ctx context.Context, since int64) (inventory, allocation int64, changes []AllocationChange, ok bool, err error)
+}

@@ -18,15 +18,7 @@ const historyKept = 24 * time.Hour
 // after another process (or a host change) moved the store on, it is brought up to date
 // from one snapshot (see refresh).
 func (m *Manager) view(ctx context.Context, fn func(*resource.View) error) error {
-	var invRev, allocRev int64
-	err := m.store.View(ctx, func(tx climate.Tx) error {
-		var err error
-		if invRev, err = tx.InventoryRevision(ctx); err != nil {
-			return err
-		}
-		allocRev, err = tx.AllocationRevision(ctx)
-		return err
-	})
+	invRev, allocRev, err := m.revisions(ctx)
 	if err != nil {
 		return err
 	}
@@ -42,6 +34,23 @@ func (m *Manager) view(ctx context.Context, fn func(*resource.View) error) error
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	return fn(m.avail)
+}
+
+// revisions reads the store's inventory and allocation revisions, in one statement when
+// the store can (RevisionReader).
+func (m *Manager) revisions(ctx context.Context) (inventory, allocation int64, err error) {
+	if r, ok := m.store.(climate.RevisionReader); ok {
+		return r.Revisions(ctx)
+	}
+	err = m.store.View(ctx, func(tx climate.Tx) error {
+		var err error
+		if inventory, err = tx.InventoryRevision(ctx); err != nil {
+			return err
+		}
+		allocation, err = tx.AllocationRevision(ctx)
+		return err
+	})
+	return inventory, allocation, err
 }
 
 // Warm builds the availability index now (a server calls it at start, so the first
@@ -100,21 +109,27 @@ func (m *Manager) catchUp(ctx context.Context, cur *resource.View) (done bool, e
 	m.mu.RUnlock()
 	var rev int64
 	var changes []climate.AllocationChange
-	err = m.store.View(ctx, func(tx climate.Tx) error {
-		log, ok := tx.(climate.AllocationLog)
-		if !ok {
-			return nil
-		}
-		storeInvRev, err := tx.InventoryRevision(ctx)
-		if err != nil || storeInvRev != invRev {
+	if r, ok := m.store.(climate.RevisionReader); ok {
+		var storeInvRev int64
+		storeInvRev, rev, changes, done, err = r.ChangesSince(ctx, since)
+		done = done && storeInvRev == invRev
+	} else {
+		err = m.store.View(ctx, func(tx climate.Tx) error {
+			log, ok := tx.(climate.AllocationLog)
+			if !ok {
+				return nil
+			}
+			storeInvRev, err := tx.InventoryRevision(ctx)
+			if err != nil || storeInvRev != invRev {
+				return err
+			}
+			if rev, err = tx.AllocationRevision(ctx); err != nil {
+				return err
+			}
+			changes, done, err = log.AllocationChanges(ctx, since)
 			return err
-		}
-		if rev, err = tx.AllocationRevision(ctx); err != nil {
-			return err
-		}
-		changes, done, err = log.AllocationChanges(ctx, since)
-		return err
-	})
+		})
+	}
 	if err != nil || !done || rev < since { // rev < since: not the same database's history
 		return false, err
 	}

@@ -3,6 +3,9 @@ package postgres
 import (
 	"context"
 	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"climate"
 )
@@ -12,38 +15,71 @@ import (
 // were pruned, or when since is ahead of the store (the caller followed another
 // database, or one restored from an older backup): the caller must rebuild.
 func (t *tx) AllocationChanges(ctx context.Context, since int64) ([]climate.AllocationChange, bool, error) {
-	var current, pruned int64
-	err := t.q.QueryRow(ctx, `SELECT
-		(SELECT value FROM meta WHERE key = 'allocation_revision'),
-		(SELECT value FROM meta WHERE key = 'allocation_log_pruned')`).Scan(&current, &pruned)
+	_, _, changes, ok, err := changesSince(ctx, t.q, since)
+	return changes, ok, err
+}
+
+// Revisions reads the inventory and allocation revisions in one statement.
+func (s *Store) Revisions(ctx context.Context) (inventory, allocation int64, err error) {
+	err = s.pool.QueryRow(ctx, `SELECT
+		(SELECT value FROM meta WHERE key = 'inventory_revision'),
+		(SELECT value FROM meta WHERE key = 'allocation_revision')`).Scan(&inventory, &allocation)
+	return inventory, allocation, dbError(err)
+}
+
+// ChangesSince reads the revisions and the allocation changes after since in one
+// statement, so one snapshot (AllocationChanges).
+func (s *Store) ChangesSince(ctx context.Context, since int64) (inventory, allocation int64, changes []climate.AllocationChange, ok bool, err error) {
+	return changesSince(ctx, s.pool, since)
+}
+
+// changesSince is AllocationChanges and ChangesSince: the counters, and the log's entries
+// when it still reaches back to since, in one statement. The entries' columns are NULL on
+// the one row that carries the counters when there are none.
+func changesSince(ctx context.Context, q interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}, since int64) (inventory, allocation int64, changes []climate.AllocationChange, ok bool, err error) {
+	rows, err := q.Query(ctx, `WITH m AS MATERIALIZED (SELECT
+			(SELECT value FROM meta WHERE key = 'inventory_revision') AS inventory,
+			(SELECT value FROM meta WHERE key = 'allocation_revision') AS allocation,
+			(SELECT value FROM meta WHERE key = 'allocation_log_pruned') AS pruned)
+		SELECT m.inventory, m.allocation, $1 >= m.pruned AND $1 <= m.allocation,
+			l.revision, l.removed, l.allocation_id, l.reservation_id, l.lease_id, l.resource_id, l.start_at, l.end_at,
+			l.slots, l.vcpus, l.memory_mb, l.disk_gb, l.preemptible
+		FROM m LEFT JOIN allocation_log l ON l.revision > $1 AND $1 >= m.pruned AND $1 <= m.allocation
+		ORDER BY l.revision, l.removed DESC, l.seq`, since)
 	if err != nil {
-		return nil, false, dbError(err)
-	}
-	if since < pruned || since > current {
-		return nil, false, nil
-	}
-	rows, err := t.q.Query(ctx, `SELECT revision, removed, allocation_id, reservation_id, lease_id, resource_id, start_at, end_at,
-		slots, vcpus, memory_mb, disk_gb, preemptible
-		FROM allocation_log WHERE revision > $1 ORDER BY revision, removed DESC, seq`, since)
-	if err != nil {
-		return nil, false, dbError(err)
+		return 0, 0, nil, false, dbError(err)
 	}
 	defer rows.Close()
-	var out []climate.AllocationChange
 	for rows.Next() {
+		var rev *int64
 		var c climate.AllocationChange
 		a := &c.Allocation
-		if err := rows.Scan(&c.Revision, &c.Removed, &a.ID, &a.ReservationID, &a.LeaseID, &a.ResourceID, &a.Start, &a.End,
-			&a.Slots, &a.Size.VCPUs, &a.Size.MemoryMB, &a.Size.DiskGB, &a.Preemptible); err != nil {
-			return nil, false, dbError(err)
+		var removed, preemptible *bool
+		var id, reservation, lease, resource *string
+		var start, end *time.Time
+		var slots, vcpus, memory, disk *int
+		if err := rows.Scan(&inventory, &allocation, &ok, &rev, &removed, &id, &reservation, &lease, &resource, &start, &end,
+			&slots, &vcpus, &memory, &disk, &preemptible); err != nil {
+			return 0, 0, nil, false, dbError(err)
 		}
-		a.Start, a.End = fromTS(a.Start), fromTS(a.End)
-		out = append(out, c)
+		if rev == nil { // the counters' row: no entries
+			continue
+		}
+		c.Revision, c.Removed, a.Preemptible = *rev, *removed, *preemptible
+		a.ID, a.ReservationID, a.LeaseID, a.ResourceID = *id, *reservation, *lease, *resource
+		a.Start, a.End = fromTS(*start), fromTS(*end)
+		a.Slots, a.Size.VCPUs, a.Size.MemoryMB, a.Size.DiskGB = *slots, *vcpus, *memory, *disk
+		changes = append(changes, c)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, false, dbError(err)
+		return 0, 0, nil, false, dbError(err)
 	}
-	return out, true, nil
+	if !ok {
+		changes = nil
+	}
+	return inventory, allocation, changes, ok, nil
 }
 
 // PruneAllocationLog deletes the log entries of all but the newest keep revisions and
