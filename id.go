@@ -1,15 +1,15 @@
 package climate
 
-import (
-	"crypto/rand"
-	"fmt"
-)
+import "github.com/google/uuid"
 
-// NewID returns a random UUID (version 4) string, the form of every id Climate makes.
+// NewID returns a UUID string, the form of every id Climate makes. It is a version 7 UUID
+// (RFC 9562): a millisecond timestamp then 74 random bits. Ids made one after the other
+// therefore sort near each other, so the database indexes keyed by them (leases,
+// reservations, allocations, events, notifications) take each new row at their end, in a
+// page already written, instead of in a random page of a large index: a lease of ten
+// hosts dirtied about ten random pages of the allocations' primary key alone. Ids are
+// names, not secrets (every request is authorized), so the creation time they show,
+// which the API shows anyway, gives nothing away.
 func NewID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+	return uuid.Must(uuid.NewV7()).String()
 }

@@ -29,7 +29,7 @@ func storeLease(project string, status climate.LeaseStatus, created, start, end 
 		r.Allocations = append(r.Allocations, climate.Allocation{ID: climate.NewID(), ReservationID: r.ID, LeaseID: id,
 			ResourceID: h, Start: start, End: end})
 	}
-	return &climate.Lease{ID: id, Name: project + "-" + id[:8], UserID: "u-" + project, ProjectID: project,
+	return &climate.Lease{ID: id, Name: project + "-" + id[len(id)-8:], UserID: "u-" + project, ProjectID: project,
 		Start: start, End: end, Status: status, CreatedAt: created, Reservations: []climate.Reservation{r},
 		Events: []climate.Event{
 			{ID: climate.NewID(), LeaseID: id, Type: climate.EventStartLease, Time: start, Status: climate.EventUndone, CreatedAt: created},
@@ -178,7 +178,7 @@ func TestListLeasesPages(t *testing.T) {
 		{"/v1/leases?limit=3&project_id=chemistry", nil, 10},
 		{"/v1/leases?limit=3&project_id=chemistry&status=PENDING", nil, 0},
 		{"/v1/leases?limit=3&project_id=nobody", nil, 0},
-		{"/v1/leases?limit=3&name=" + url.QueryEscape("chemistry-"+full.ids[len(full.ids)-1][:8]), nil, 1},
+		{"/v1/leases?limit=3&name=" + url.QueryEscape("chemistry-"+full.ids[len(full.ids)-1][len(full.ids[len(full.ids)-1])-8:]), nil, 1},
 	} {
 		if got := count(tc.path, tc.header); got != tc.want {
 			t.Errorf("%s: %d leases, want %d", tc.path, got, tc.want)
