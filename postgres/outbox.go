@@ -13,7 +13,7 @@ import (
 // AddNotification writes n to the outbox. n.Seq, its position, is given at commit (in
 // commit order, doc.go), so it is 0 here.
 func (t *tx) AddNotification(ctx context.Context, n *climate.Notification) error {
-	if err := t.writable(); err != nil {
+	if err := t.Writable(); err != nil {
 		return err
 	}
 	_, err := t.q.Exec(ctx, `INSERT INTO notifications (id, event_type, lease_id, project_id, payload, error, created_at)
@@ -69,7 +69,7 @@ func (t *tx) DeliveryCursor(ctx context.Context, destination string) (climate.De
 
 // SaveDeliveryCursor writes a cursor; its position never moves back.
 func (t *tx) SaveDeliveryCursor(ctx context.Context, c *climate.DeliveryCursor) error {
-	if err := t.writable(); err != nil {
+	if err := t.Writable(); err != nil {
 		return err
 	}
 	_, err := t.q.Exec(ctx, `INSERT INTO delivery_cursors AS d (destination, position, attempts, next_attempt, last_error, updated_at)
@@ -86,7 +86,7 @@ func (t *tx) SaveDeliveryCursor(ctx context.Context, c *climate.DeliveryCursor) 
 
 // DeleteDeliveryCursor forgets a destination's cursor; none is not an error.
 func (t *tx) DeleteDeliveryCursor(ctx context.Context, destination string) error {
-	if err := t.writable(); err != nil {
+	if err := t.Writable(); err != nil {
 		return err
 	}
 	_, err := t.q.Exec(ctx, `DELETE FROM delivery_cursors WHERE destination = $1`, destination)
