@@ -2,8 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -102,50 +100,39 @@ func (t *tx) lockProject(ctx context.Context, project string) error {
 // projectKey is the advisory lock key of project $2 in schema $1.
 const projectKey = `hashtextextended($1 || '/project/' || $2, 0)`
 
-// GetProjectLimits returns the project's limits, if it has any.
+// GetProjectLimits returns the project's limits, if it has any. A write transaction
+// takes the project's lock, shared, in the same round trip (lockProject).
 func (t *tx) GetProjectLimits(ctx context.Context, project string) (*climate.ProjectLimits, bool, error) {
-	var doc string
-	var updated time.Time
-	var err error
-	const read = `SELECT limits_json, updated_at FROM project_limits WHERE project_id = $1`
-	if t.Write { // the project's lock, shared, in the same round trip (lockProject)
-		b := &pgx.Batch{}
-		b.Queue(`SELECT pg_advisory_xact_lock_shared(`+projectKey+`)`, t.schema, project)
-		b.Queue(read, project)
-		br := t.q.SendBatch(ctx, b)
-		if _, err = br.Exec(); err == nil {
-			err = br.QueryRow().Scan(&doc, &updated)
-		}
-		if cerr := br.Close(); err == nil {
-			err = cerr
-		}
-	} else {
-		err = t.q.QueryRow(ctx, read, project).Scan(&doc, &updated)
+	if !t.Write {
+		return t.Tx.GetProjectLimits(ctx, project)
 	}
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, dbError(err)
-	}
-	l, err := climate.DecodeLimits(project, doc, fromTS(updated))
-	return l, err == nil, err
+	b := &pgx.Batch{}
+	b.Queue(`SELECT pg_advisory_xact_lock_shared(`+projectKey+`)`, t.schema, project)
+	b.Queue(rebinder.Rebind(sqlcore.ProjectLimitsQuery), project)
+	return dialect.ScanProjectLimits(project, lockedRow{t.q.SendBatch(ctx, b)})
 }
 
-// PutProjectLimits sets the project's limits.
+// lockedRow is the row of a batch's second statement, read once its first (a lock) ran.
+type lockedRow struct{ br pgx.BatchResults }
+
+func (r lockedRow) Scan(dest ...any) error {
+	_, err := r.br.Exec()
+	if err == nil {
+		err = r.br.QueryRow().Scan(dest...)
+	}
+	if cerr := r.br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// PutProjectLimits sets the project's limits, holding the project's lock alone.
 func (t *tx) PutProjectLimits(ctx context.Context, l *climate.ProjectLimits) error {
 	if err := t.Writable(); err != nil {
-		return err
-	}
-	doc, err := climate.EncodeLimits(l)
-	if err != nil {
 		return err
 	}
 	if err := t.lockProject(ctx, l.ProjectID); err != nil {
 		return err
 	}
-	_, err = t.q.Exec(ctx, `INSERT INTO project_limits (project_id, limits_json, updated_at) VALUES ($1, $2, $3)
-		ON CONFLICT (project_id) DO UPDATE SET limits_json = excluded.limits_json, updated_at = excluded.updated_at`,
-		l.ProjectID, doc, ts(l.UpdatedAt))
-	return dbError(err)
+	return t.PutLimits(ctx, l)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"climate"
 )
@@ -154,4 +155,40 @@ func ChargeDest(c *climate.ProjectCharge) []any {
 // ChargeArgs are d's ChargeColumns.
 func ChargeArgs(d climate.ProjectCharge) []any {
 	return []any{d.Charged, d.OpenLeases, d.OpenHosts, d.OpenVCPUs, d.OpenFloatingIPs}
+}
+
+// ProjectLimitsQuery reads a project's limits: ScanProjectLimits reads its row.
+const ProjectLimitsQuery = `SELECT limits_json, updated_at FROM project_limits WHERE project_id = ?`
+
+// GetProjectLimits returns the project's limits, if it has any.
+func (t *Tx) GetProjectLimits(ctx context.Context, project string) (*climate.ProjectLimits, bool, error) {
+	return t.D.ScanProjectLimits(project, t.Q.QueryRow(ctx, ProjectLimitsQuery, project))
+}
+
+// ScanProjectLimits reads project's limits from ProjectLimitsQuery's row; ok is false
+// when there is none.
+func (d *Dialect) ScanProjectLimits(project string, row Row) (l *climate.ProjectLimits, ok bool, err error) {
+	var doc string
+	var updated time.Time
+	err = row.Scan(&doc, ScanTime(&updated))
+	if IsNoRows(err) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, d.Err(err)
+	}
+	l, err = climate.DecodeLimits(project, doc, updated)
+	return l, err == nil, err
+}
+
+// PutLimits writes the project's limits (the store takes any lock first).
+func (t *Tx) PutLimits(ctx context.Context, l *climate.ProjectLimits) error {
+	doc, err := climate.EncodeLimits(l)
+	if err != nil {
+		return err
+	}
+	_, err = t.Q.Exec(ctx, `INSERT INTO project_limits (project_id, limits_json, updated_at) VALUES (?, ?, ?)
+		ON CONFLICT (project_id) DO UPDATE SET limits_json = excluded.limits_json, updated_at = excluded.updated_at`,
+		l.ProjectID, doc, t.D.Time(l.UpdatedAt))
+	return t.D.Err(err)
 }

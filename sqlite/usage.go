@@ -61,32 +61,12 @@ func (t *tx) ProjectCharged(ctx context.Context, project string) (climate.Projec
 	return c, internal(err)
 }
 
-// GetProjectLimits returns the project's limits, if it has any.
-func (t *tx) GetProjectLimits(ctx context.Context, project string) (*climate.ProjectLimits, bool, error) {
-	var doc string
-	var updated int64
-	err := t.q.QueryRowContext(ctx, `SELECT limits_json, updated_at FROM project_limits WHERE project_id = ?`, project).Scan(&doc, &updated)
-	if err == sql.ErrNoRows {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, internal(err)
-	}
-	l, err := climate.DecodeLimits(project, doc, fromMicros(updated))
-	return l, err == nil, err
-}
+// GetProjectLimits is sqlcore's.
 
 // PutProjectLimits sets the project's limits.
 func (t *tx) PutProjectLimits(ctx context.Context, l *climate.ProjectLimits) error {
 	if err := t.Writable(); err != nil {
 		return err
 	}
-	doc, err := climate.EncodeLimits(l)
-	if err != nil {
-		return err
-	}
-	_, err = t.q.ExecContext(ctx, `INSERT INTO project_limits (project_id, limits_json, updated_at) VALUES (?, ?, ?)
-		ON CONFLICT (project_id) DO UPDATE SET limits_json = excluded.limits_json, updated_at = excluded.updated_at`,
-		l.ProjectID, doc, micros(l.UpdatedAt))
-	return internal(err)
+	return t.PutLimits(ctx, l)
 }
