@@ -238,10 +238,3 @@ func nullTS(t time.Time) any {
 }
 
 func fromTS(t time.Time) time.Time { return t.UTC() }
-
-func fromNullTS(t *time.Time) time.Time {
-	if t == nil {
-		return time.Time{}
-	}
-	return t.UTC()
-}

@@ -146,3 +146,37 @@ func (t *Tx) affected(n int64, err error, notFound func() error) error {
 	}
 	return nil
 }
+
+// list runs q and reads each row into a record with scan.
+func list[T any](ctx context.Context, t *Tx, scan func(Scanner, *T) error, q string, args ...any) ([]T, error) {
+	rows, err := t.Q.Query(ctx, q, args...)
+	if err != nil {
+		return nil, t.D.Err(err)
+	}
+	return collect(t.D, rows, scan)
+}
+
+// collect reads rows into records with scan, and closes them.
+func collect[T any](d *Dialect, rows Rows, scan func(Scanner, *T) error) ([]T, error) {
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		var v T
+		if err := scan(rows, &v); err != nil {
+			return nil, d.Err(err)
+		}
+		out = append(out, v)
+	}
+	return out, d.Err(rows.Err())
+}
+
+// first is the first of a list's records, or notFound's error when it has none.
+func first[T any](records []T, err error, notFound func() error) (*T, error) {
+	if err != nil {
+		return nil, err
+	}
+	if len(records) == 0 {
+		return nil, notFound()
+	}
+	return &records[0], nil
+}

@@ -36,13 +36,7 @@ func (t *Tx) UpdateHostRow(ctx context.Context, h *climate.Host) (int64, error) 
 // GetHost returns one host.
 func (t *Tx) GetHost(ctx context.Context, id string) (*climate.Host, error) {
 	hosts, err := t.loadHosts(ctx, "WHERE id = ?", id)
-	if err != nil {
-		return nil, err
-	}
-	if len(hosts) == 0 {
-		return nil, HostNotFound(id)
-	}
-	return &hosts[0], nil
+	return first(hosts, err, func() error { return HostNotFound(id) })
 }
 
 // ListHosts returns every host by creation time; seq (registration order) breaks ties,
@@ -144,21 +138,10 @@ func (t *Tx) meta(ctx context.Context, query string) (int64, error) {
 
 // ListResourceProperties returns the properties of a resource type by name.
 func (t *Tx) ListResourceProperties(ctx context.Context, resourceType string) ([]climate.ResourceProperty, error) {
-	rows, err := t.Q.Query(ctx, `SELECT id, resource_type, name, private, created_at, updated_at
+	return list(ctx, t, func(s Scanner, p *climate.ResourceProperty) error {
+		return s.Scan(&p.ID, &p.ResourceType, &p.Name, &p.Private, ScanTime(&p.CreatedAt), ScanTime(&p.UpdatedAt))
+	}, `SELECT id, resource_type, name, private, created_at, updated_at
 		FROM resource_properties WHERE resource_type = ? ORDER BY name`, resourceType)
-	if err != nil {
-		return nil, t.D.Err(err)
-	}
-	defer rows.Close()
-	var out []climate.ResourceProperty
-	for rows.Next() {
-		var p climate.ResourceProperty
-		if err := rows.Scan(&p.ID, &p.ResourceType, &p.Name, &p.Private, ScanTime(&p.CreatedAt), ScanTime(&p.UpdatedAt)); err != nil {
-			return nil, t.D.Err(err)
-		}
-		out = append(out, p)
-	}
-	return out, t.D.Err(rows.Err())
 }
 
 // UpdateResourceProperty sets a property's private flag.

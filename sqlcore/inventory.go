@@ -20,13 +20,7 @@ func (d *Dialect) FlavorArgs(f *climate.Flavor) []any {
 // GetFlavor returns one flavor.
 func (t *Tx) GetFlavor(ctx context.Context, id string) (*climate.Flavor, error) {
 	fs, err := t.loadFlavors(ctx, `WHERE id = ?`, id)
-	if err != nil {
-		return nil, err
-	}
-	if len(fs) == 0 {
-		return nil, climate.FlavorNotFound(id)
-	}
-	return &fs[0], nil
+	return first(fs, err, func() error { return climate.FlavorNotFound(id) })
 }
 
 // ListFlavors returns every flavor by creation time, then id.
@@ -35,25 +29,14 @@ func (t *Tx) ListFlavors(ctx context.Context) ([]climate.Flavor, error) {
 }
 
 func (t *Tx) loadFlavors(ctx context.Context, where string, args ...any) ([]climate.Flavor, error) {
-	rows, err := t.Q.Query(ctx, `SELECT `+FlavorColumns+` FROM flavors `+where+` ORDER BY created_at, id`, args...)
-	if err != nil {
-		return nil, t.D.Err(err)
-	}
-	defer rows.Close()
-	var out []climate.Flavor
-	for rows.Next() {
-		var f climate.Flavor
+	return list(ctx, t, func(s Scanner, f *climate.Flavor) error {
 		var specs string
-		if err := rows.Scan(&f.ID, &f.Name, &f.VCPUs, &f.RAM, &f.Disk, &f.Ephemeral, &specs,
-			ScanTime(&f.CreatedAt), ScanTime(&f.UpdatedAt)); err != nil {
-			return nil, t.D.Err(err)
+		err := s.Scan(&f.ID, &f.Name, &f.VCPUs, &f.RAM, &f.Disk, &f.Ephemeral, &specs, ScanTime(&f.CreatedAt), ScanTime(&f.UpdatedAt))
+		if err == nil {
+			f.ExtraSpecs, err = decodeExtraSpecs(specs)
 		}
-		if f.ExtraSpecs, err = t.D.decodeExtraSpecs(specs); err != nil {
-			return nil, err
-		}
-		out = append(out, f)
-	}
-	return out, t.D.Err(rows.Err())
+		return err
+	}, `SELECT `+FlavorColumns+` FROM flavors `+where+` ORDER BY created_at, id`, args...)
 }
 
 // DeleteFlavor deletes a flavor.
@@ -76,10 +59,10 @@ func encodeExtraSpecs(specs map[string]string) string {
 }
 
 // decodeExtraSpecs reads what encodeExtraSpecs wrote; none comes back nil.
-func (d *Dialect) decodeExtraSpecs(s string) (map[string]string, error) {
+func decodeExtraSpecs(s string) (map[string]string, error) {
 	var specs map[string]string
 	if err := json.Unmarshal([]byte(s), &specs); err != nil {
-		return nil, d.Err(fmt.Errorf("extra_specs %q: %w", s, err))
+		return nil, fmt.Errorf("extra_specs %q: %w", s, err)
 	}
 	if len(specs) == 0 {
 		return nil, nil
@@ -114,13 +97,7 @@ func (t *Tx) FloatingIPAt(ctx context.Context, f *climate.FloatingIP) (string, e
 // GetFloatingIP returns one floating IP.
 func (t *Tx) GetFloatingIP(ctx context.Context, id string) (*climate.FloatingIP, error) {
 	fs, err := t.loadFloatingIPs(ctx, `WHERE id = ?`, id)
-	if err != nil {
-		return nil, err
-	}
-	if len(fs) == 0 {
-		return nil, climate.FloatingIPNotFound(id)
-	}
-	return &fs[0], nil
+	return first(fs, err, func() error { return climate.FloatingIPNotFound(id) })
 }
 
 // ListFloatingIPs returns every floating IP by creation time, then id.
@@ -129,21 +106,9 @@ func (t *Tx) ListFloatingIPs(ctx context.Context) ([]climate.FloatingIP, error) 
 }
 
 func (t *Tx) loadFloatingIPs(ctx context.Context, where string, args ...any) ([]climate.FloatingIP, error) {
-	rows, err := t.Q.Query(ctx, `SELECT `+FloatingIPColumns+` FROM floatingips `+where+` ORDER BY created_at, id`, args...)
-	if err != nil {
-		return nil, t.D.Err(err)
-	}
-	defer rows.Close()
-	var out []climate.FloatingIP
-	for rows.Next() {
-		var f climate.FloatingIP
-		if err := rows.Scan(&f.ID, &f.FloatingNetworkID, &f.SubnetID, &f.Address, &f.Reservable,
-			ScanTime(&f.CreatedAt), ScanTime(&f.UpdatedAt)); err != nil {
-			return nil, t.D.Err(err)
-		}
-		out = append(out, f)
-	}
-	return out, t.D.Err(rows.Err())
+	return list(ctx, t, func(s Scanner, f *climate.FloatingIP) error {
+		return s.Scan(&f.ID, &f.FloatingNetworkID, &f.SubnetID, &f.Address, &f.Reservable, ScanTime(&f.CreatedAt), ScanTime(&f.UpdatedAt))
+	}, `SELECT `+FloatingIPColumns+` FROM floatingips `+where+` ORDER BY created_at, id`, args...)
 }
 
 // DeleteFloatingIP deletes a floating IP and moves the inventory revision.
@@ -179,13 +144,7 @@ func (d *Dialect) MaintenanceArgs(m *climate.Maintenance) []any {
 // GetMaintenance returns one window.
 func (t *Tx) GetMaintenance(ctx context.Context, id string) (*climate.Maintenance, error) {
 	ms, err := t.loadMaintenances(ctx, `WHERE id = ?`, id)
-	if err != nil {
-		return nil, err
-	}
-	if len(ms) == 0 {
-		return nil, MaintenanceNotFound(id)
-	}
-	return &ms[0], nil
+	return first(ms, err, func() error { return MaintenanceNotFound(id) })
 }
 
 // ListMaintenances returns the windows matching f by start, then id.
@@ -205,20 +164,9 @@ func (t *Tx) ListMaintenances(ctx context.Context, f climate.MaintenanceFilter) 
 }
 
 func (t *Tx) loadMaintenances(ctx context.Context, where string, args ...any) ([]climate.Maintenance, error) {
-	rows, err := t.Q.Query(ctx, `SELECT `+MaintenanceColumns+` FROM maintenances `+where+` ORDER BY start_at, id`, args...)
-	if err != nil {
-		return nil, t.D.Err(err)
-	}
-	defer rows.Close()
-	var out []climate.Maintenance
-	for rows.Next() {
-		var m climate.Maintenance
-		if err := rows.Scan(&m.ID, &m.HostID, ScanTime(&m.Start), ScanTime(&m.End), &m.Reason, ScanTime(&m.CreatedAt)); err != nil {
-			return nil, t.D.Err(err)
-		}
-		out = append(out, m)
-	}
-	return out, t.D.Err(rows.Err())
+	return list(ctx, t, func(s Scanner, m *climate.Maintenance) error {
+		return s.Scan(&m.ID, &m.HostID, ScanTime(&m.Start), ScanTime(&m.End), &m.Reason, ScanTime(&m.CreatedAt))
+	}, `SELECT `+MaintenanceColumns+` FROM maintenances `+where+` ORDER BY start_at, id`, args...)
 }
 
 // DeleteMaintenance deletes a window and moves the inventory revision.

@@ -113,13 +113,7 @@ func leaseNotFound(id string) error {
 // GetLease returns a lease with its children.
 func (t *Tx) GetLease(ctx context.Context, id string) (*climate.Lease, error) {
 	leases, err := t.loadLeases(ctx, leaseSelect+" WHERE id = ?", []any{id}, false)
-	if err != nil {
-		return nil, err
-	}
-	if len(leases) == 0 {
-		return nil, leaseNotFound(id)
-	}
-	return &leases[0], nil
+	return first(leases, err, func() error { return leaseNotFound(id) })
 }
 
 // ListLeases returns the leases matching f with their children.
@@ -275,11 +269,15 @@ type Scanner interface{ Scan(...any) error }
 // ScanAllocation reads an allocation row selected as AllocationColumns.
 func (d *Dialect) ScanAllocation(s Scanner) (climate.Allocation, error) {
 	var a climate.Allocation
-	if err := s.Scan(&a.ID, &a.ReservationID, &a.LeaseID, &a.ResourceID, ScanTime(&a.Start), ScanTime(&a.End),
-		&a.Slots, &a.Size.VCPUs, &a.Size.MemoryMB, &a.Size.DiskGB, &a.Preemptible); err != nil {
+	if err := scanAllocation(s, &a); err != nil {
 		return a, d.Err(err)
 	}
 	return a, nil
+}
+
+func scanAllocation(s Scanner, a *climate.Allocation) error {
+	return s.Scan(&a.ID, &a.ReservationID, &a.LeaseID, &a.ResourceID, ScanTime(&a.Start), ScanTime(&a.End),
+		&a.Slots, &a.Size.VCPUs, &a.Size.MemoryMB, &a.Size.DiskGB, &a.Preemptible)
 }
 
 // ScanEvent reads an event row selected as EventColumns, then the extra destinations.
@@ -473,16 +471,7 @@ func (t *Tx) ListAllocations(ctx context.Context, f climate.AllocationFilter) ([
 
 // ScanAllocations reads rows of AllocationColumns and closes them.
 func (d *Dialect) ScanAllocations(rows Rows) ([]climate.Allocation, error) {
-	defer rows.Close()
-	var out []climate.Allocation
-	for rows.Next() {
-		a, err := d.ScanAllocation(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, a)
-	}
-	return out, d.Err(rows.Err())
+	return collect(d, rows, scanAllocation)
 }
 
 // AllocationQuery builds ListAllocations' query for f (whose ResourceIDs is not empty).

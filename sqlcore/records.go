@@ -59,21 +59,10 @@ func (t *Tx) ListAudit(ctx context.Context, f climate.AuditFilter) ([]climate.Au
 		q += ` LIMIT ?`
 		args = append(args, f.Limit)
 	}
-	rows, err := t.Q.Query(ctx, q, args...)
-	if err != nil {
-		return nil, t.D.Err(err)
-	}
-	defer rows.Close()
-	var out []climate.AuditEntry
-	for rows.Next() {
-		var e climate.AuditEntry
-		if err := rows.Scan(&e.ID, ScanTime(&e.Time), &e.Actor, &e.ActorUserID, &e.ActorProjectID, &e.RequestID, &e.Action,
-			&e.TargetType, &e.TargetID, &e.LeaseID, &e.HostID, &e.ProjectID, &e.Reason, &e.Before, &e.After); err != nil {
-			return nil, t.D.Err(err)
-		}
-		out = append(out, e)
-	}
-	return out, t.D.Err(rows.Err())
+	return list(ctx, t, func(s Scanner, e *climate.AuditEntry) error {
+		return s.Scan(&e.ID, ScanTime(&e.Time), &e.Actor, &e.ActorUserID, &e.ActorProjectID, &e.RequestID, &e.Action,
+			&e.TargetType, &e.TargetID, &e.LeaseID, &e.HostID, &e.ProjectID, &e.Reason, &e.Before, &e.After)
+	}, q, args...)
 }
 
 // UsageColumns are the columns of a usage record, in AppendUsageArgs' order.
@@ -126,22 +115,11 @@ func (t *Tx) ListUsage(ctx context.Context, f climate.UsageFilter) ([]climate.Us
 		q += ` LIMIT ?`
 		args = append(args, f.Limit)
 	}
-	rows, err := t.Q.Query(ctx, q, args...)
-	if err != nil {
-		return nil, d.Err(err)
-	}
-	defer rows.Close()
-	var out []climate.UsageRecord
-	for rows.Next() {
-		var u climate.UsageRecord
-		if err := rows.Scan(&u.AllocationID, &u.ReservationID, &u.LeaseID, &u.LeaseName, &u.ProjectID, &u.ResourceType, &u.ResourceID,
+	return list(ctx, t, func(s Scanner, u *climate.UsageRecord) error {
+		return s.Scan(&u.AllocationID, &u.ReservationID, &u.LeaseID, &u.LeaseName, &u.ProjectID, &u.ResourceType, &u.ResourceID,
 			&u.Class, &u.Units, ScanTime(&u.Start), ScanTime(&u.End), ScanTime(&u.HeldFrom), ScanTime(&u.HeldUntil),
-			&u.Rate, &u.Cost, &u.Closed, ScanTime(&u.CreatedAt), ScanTime(&u.UpdatedAt)); err != nil {
-			return nil, d.Err(err)
-		}
-		out = append(out, u)
-	}
-	return out, d.Err(rows.Err())
+			&u.Rate, &u.Cost, &u.Closed, ScanTime(&u.CreatedAt), ScanTime(&u.UpdatedAt))
+	}, q, args...)
 }
 
 // ChargeColumns are a project charge's columns, in ScanCharge's order.

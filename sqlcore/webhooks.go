@@ -55,13 +55,7 @@ func parseEventTypes(s string) ([]string, error) {
 // GetWebhook returns one webhook.
 func (t *Tx) GetWebhook(ctx context.Context, id string) (*climate.Webhook, error) {
 	ws, err := t.loadWebhooks(ctx, `WHERE id = ?`, id)
-	if err != nil {
-		return nil, err
-	}
-	if len(ws) == 0 {
-		return nil, webhookNotFound(id)
-	}
-	return &ws[0], nil
+	return first(ws, err, func() error { return webhookNotFound(id) })
 }
 
 // ListWebhooks returns the webhooks of projectID (all of them when it is empty) by creation
@@ -74,25 +68,15 @@ func (t *Tx) ListWebhooks(ctx context.Context, projectID string) ([]climate.Webh
 }
 
 func (t *Tx) loadWebhooks(ctx context.Context, where string, args ...any) ([]climate.Webhook, error) {
-	rows, err := t.Q.Query(ctx, `SELECT `+WebhookColumns+` FROM webhooks `+where+` ORDER BY created_at, id`, args...)
-	if err != nil {
-		return nil, t.D.Err(err)
-	}
-	defer rows.Close()
-	var out []climate.Webhook
-	for rows.Next() {
-		var w climate.Webhook
+	return list(ctx, t, func(s Scanner, w *climate.Webhook) error {
 		var types string
-		if err := rows.Scan(&w.ID, &w.ProjectID, &w.AllProjects, &w.UserID, &w.URL, &types, &w.Secret, &w.Enabled,
-			&w.DisabledReason, ScanTime(&w.CreatedAt), ScanTime(&w.UpdatedAt)); err != nil {
-			return nil, t.D.Err(err)
+		err := s.Scan(&w.ID, &w.ProjectID, &w.AllProjects, &w.UserID, &w.URL, &types, &w.Secret, &w.Enabled,
+			&w.DisabledReason, ScanTime(&w.CreatedAt), ScanTime(&w.UpdatedAt))
+		if err == nil {
+			w.EventTypes, err = parseEventTypes(types)
 		}
-		if w.EventTypes, err = parseEventTypes(types); err != nil {
-			return nil, t.D.Err(err)
-		}
-		out = append(out, w)
-	}
-	return out, t.D.Err(rows.Err())
+		return err
+	}, `SELECT `+WebhookColumns+` FROM webhooks `+where+` ORDER BY created_at, id`, args...)
 }
 
 // UpdateWebhook rewrites a webhook's URL, event types, enabled state, disabled reason and
@@ -129,21 +113,11 @@ func (t *Tx) WebhookDeliveries(ctx context.Context, webhookID string, limit int)
 	if limit <= 0 {
 		return nil, nil
 	}
-	rows, err := t.Q.Query(ctx, `SELECT notification_id, seq, event_type, lease_id, status, attempts, response_code,
+	return list(ctx, t, func(s Scanner, d *climate.WebhookDelivery) error {
+		d.WebhookID = webhookID
+		return s.Scan(&d.NotificationID, &d.Seq, &d.EventType, &d.LeaseID, &d.Status, &d.Attempts, &d.ResponseCode,
+			&d.LastError, ScanTime(&d.FirstAttemptAt), ScanTime(&d.LastAttemptAt))
+	}, `SELECT notification_id, seq, event_type, lease_id, status, attempts, response_code,
 		last_error, first_attempt_at, last_attempt_at
 		FROM webhook_deliveries WHERE webhook_id = ? ORDER BY seq DESC LIMIT ?`, webhookID, limit)
-	if err != nil {
-		return nil, t.D.Err(err)
-	}
-	defer rows.Close()
-	var out []climate.WebhookDelivery
-	for rows.Next() {
-		d := climate.WebhookDelivery{WebhookID: webhookID}
-		if err := rows.Scan(&d.NotificationID, &d.Seq, &d.EventType, &d.LeaseID, &d.Status, &d.Attempts, &d.ResponseCode,
-			&d.LastError, ScanTime(&d.FirstAttemptAt), ScanTime(&d.LastAttemptAt)); err != nil {
-			return nil, t.D.Err(err)
-		}
-		out = append(out, d)
-	}
-	return out, t.D.Err(rows.Err())
 }

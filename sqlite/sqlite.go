@@ -8,7 +8,6 @@ import (
 	"context"
 	"database/sql"
 	"embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -222,7 +221,7 @@ var errReadOnly = &climate.Error{Code: climate.CodeInternal, Err: errors.New("sq
 var dialect = &sqlcore.Dialect{
 	Time:     func(t time.Time) any { return micros(t) },
 	NullTime: nullMicros,
-	List:     func(ids []string) any { return jsonList(ids) },
+	List:     func(ids []string) any { return sqlcore.JSONList(ids) },
 	InList:   "%s IN (SELECT value FROM json_each(?))",
 	False:    "%s = 0",
 	// The unary + stops SQLite from walking the whole resource index merely to skip a
@@ -267,16 +266,3 @@ func nullMicros(t time.Time) any {
 }
 
 func fromMicros(n int64) time.Time { return time.UnixMicro(n).UTC() }
-
-func fromNullMicros(n sql.NullInt64) time.Time {
-	if !n.Valid {
-		return time.Time{}
-	}
-	return fromMicros(n.Int64)
-}
-
-// jsonList encodes ids as a JSON array for "IN (SELECT value FROM json_each(?))".
-func jsonList(ids []string) string {
-	b, _ := json.Marshal(ids) // cannot fail for strings
-	return string(b)
-}
