@@ -46,19 +46,12 @@ func (t *tx) ClaimDueEvents(ctx context.Context, owner string, now, claimUntil t
 	if err != nil {
 		return nil, dbError(err)
 	}
-	defer rows.Close()
-	var out []climate.Event
-	for rows.Next() {
-		var takenOver bool
-		e, err := dialect.ScanEvent(rows, &takenOver)
-		if err != nil {
-			return nil, err
-		}
-		e.TakenOver = takenOver
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, dbError(err)
+	out, err := sqlcore.Collect(dialect, rows, func(e *climate.Event) ([]any, func() error) {
+		dest, after := sqlcore.EventRow(e)
+		return append(dest, &e.TakenOver), after
+	})
+	if err != nil {
+		return nil, err
 	}
 	climate.SortDue(out)
 	return out, nil

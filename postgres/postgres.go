@@ -194,7 +194,7 @@ var dialect = &sqlcore.Dialect{
 	Time:            func(t time.Time) any { return ts(t) },
 	NullTime:        nullTS,
 	List:            func(ids []string) any { return ids },
-	InList:          "%s = ANY(?)",
+	InList:          " = ANY(?)",
 	False:           "NOT %s",
 	AllocationOrder: "resource_id, start_at, id",
 	Err:             dbError,

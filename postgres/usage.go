@@ -39,7 +39,7 @@ func (t *tx) ChargeProject(ctx context.Context, project string, d climate.Projec
 	}
 	if !totals {
 		_, err := t.q.Exec(ctx, `INSERT INTO project_charge_deltas (project_id, `+sqlcore.ChargeColumns+`) VALUES ($1, $2, $3, $4, $5, $6)`,
-			append([]any{project}, sqlcore.ChargeArgs(d)...)...)
+			sqlcore.ChargeArgs(project, d)...)
 		return c, dbError(err)
 	}
 	err := t.q.QueryRow(ctx, `WITH folded AS (
@@ -48,7 +48,7 @@ func (t *tx) ChargeProject(ctx context.Context, project string, d climate.Projec
 			SELECT $1, $2 + coalesce(sum(charged), 0), $3 + coalesce(sum(open_leases), 0), $4 + coalesce(sum(open_hosts), 0),
 				$5 + coalesce(sum(open_vcpus), 0), $6 + coalesce(sum(open_floatingips), 0) FROM folded
 		ON CONFLICT (project_id) DO UPDATE SET `+addCharges+`
-		RETURNING `+sqlcore.ChargeColumns, append([]any{project}, sqlcore.ChargeArgs(d)...)...).
+		RETURNING `+sqlcore.ChargeColumns, sqlcore.ChargeArgs(project, d)...).
 		Scan(sqlcore.ChargeDest(&c)...)
 	return c, dbError(err)
 }

@@ -56,8 +56,7 @@ type Dialect struct {
 	NullTime func(time.Time) any
 	// List encodes a list parameter for the condition InList writes.
 	List func([]string) any
-	// InList is the condition "column is in the list parameter", with %s for the column
-	// and one '?' for the list.
+	// InList follows a column to say "is in the list parameter" (one '?').
 	InList string
 	// False is the condition "boolean column is false", with %s for the column.
 	False string
@@ -73,9 +72,6 @@ type Dialect struct {
 	// them itself ("" when triggers do).
 	BumpInventory string
 }
-
-// in is d's condition "column in the list parameter".
-func (d *Dialect) in(column string) string { return fmt.Sprintf(d.InList, column) }
 
 // Tx is the shared part of a store's transaction.
 type Tx struct {
@@ -147,27 +143,59 @@ func (t *Tx) affected(n int64, err error, notFound func() error) error {
 	return nil
 }
 
-// list runs q and reads each row into a record with scan.
-func list[T any](ctx context.Context, t *Tx, scan func(Scanner, *T) error, q string, args ...any) ([]T, error) {
+// A Mapping maps a row onto a record: it returns the scan destinations of a row's
+// columns in *v, and what must run after each scan to finish *v (nil for nothing). A
+// query's rows are all scanned into one record through the same destinations, which are
+// made once (the scan's arguments escape through the Rows interface: made per row, they
+// would cost an allocation per row). Every destination is written by every scan, and
+// after sets whatever it sets on every row, so nothing of one row survives in the next.
+type Mapping[T any] func(v *T) (dest []any, after func() error)
+
+// list runs q and reads each row into a record with m.
+func list[T any](ctx context.Context, t *Tx, m Mapping[T], q string, args ...any) ([]T, error) {
 	rows, err := t.Q.Query(ctx, q, args...)
 	if err != nil {
 		return nil, t.D.Err(err)
 	}
-	return collect(t.D, rows, scan)
+	return Collect(t.D, rows, m)
 }
 
-// collect reads rows into records with scan, and closes them.
-func collect[T any](d *Dialect, rows Rows, scan func(Scanner, *T) error) ([]T, error) {
-	defer rows.Close()
+// Collect reads rows into records with m, and closes them.
+func Collect[T any](d *Dialect, rows Rows, m Mapping[T]) ([]T, error) {
 	var out []T
-	for rows.Next() {
-		var v T
-		if err := scan(rows, &v); err != nil {
-			return nil, d.Err(err)
-		}
-		out = append(out, v)
+	if err := Each(d, rows, m, func(v *T) { out = append(out, *v) }); err != nil {
+		return nil, err
 	}
-	return out, d.Err(rows.Err())
+	return out, nil
+}
+
+// Each reads rows, one after the other, into one record with m and calls fn with it;
+// it closes rows. fn copies what it keeps: the next row overwrites the record.
+func Each[T any](d *Dialect, rows Rows, m Mapping[T], fn func(*T)) error {
+	defer rows.Close()
+	var v T
+	dest, after := m(&v)
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return d.Err(err)
+		}
+		if after != nil {
+			if err := after(); err != nil {
+				return d.Err(err)
+			}
+		}
+		fn(&v)
+	}
+	return d.Err(rows.Err())
+}
+
+// each runs q and calls fn with each row, read into one record with m.
+func each[T any](ctx context.Context, t *Tx, m Mapping[T], fn func(*T), q string, args ...any) error {
+	rows, err := t.Q.Query(ctx, q, args...)
+	if err != nil {
+		return t.D.Err(err)
+	}
+	return Each(t.D, rows, m, fn)
 }
 
 // first is the first of a list's records, or notFound's error when it has none.

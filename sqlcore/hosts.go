@@ -47,53 +47,47 @@ func (t *Tx) ListHosts(ctx context.Context) ([]climate.Host, error) {
 
 // loadHosts loads hosts and their extras with two queries.
 func (t *Tx) loadHosts(ctx context.Context, where string, args ...any) ([]climate.Host, error) {
-	d := t.D
-	rows, err := t.Q.Query(ctx, `SELECT `+HostColumns+`, p.state, p.changed_at, p.off_micros
-		FROM hosts LEFT JOIN host_power p ON p.host_id = hosts.id `+where+` ORDER BY created_at, seq`, args...)
-	if err != nil {
-		return nil, d.Err(err)
-	}
 	var hosts []climate.Host
 	index := map[string]int{}
-	for rows.Next() {
-		var h climate.Host
-		var powerChanged time.Time
-		var offMicros sql.NullInt64
-		var power sql.NullString
-		if err := rows.Scan(&h.ID, &h.HypervisorHostname, &h.ServiceName, &h.VCPUs, &h.MemoryMB, &h.LocalGB, &h.CPUInfo,
-			&h.HypervisorType, &h.HypervisorVersion, &h.AvailabilityZone, &h.TrustID, &h.Reservable,
-			ScanTime(&h.CreatedAt), ScanTime(&h.UpdatedAt), &power, ScanTime(&powerChanged), &offMicros); err != nil {
-			rows.Close()
-			return nil, d.Err(err)
-		}
-		if power.Valid { // the power row's columns are all set
-			h.Power = &climate.HostPower{HostID: h.ID, State: climate.PowerState(power.String),
-				ChangedAt: powerChanged, OffBefore: time.Duration(offMicros.Int64) * time.Microsecond}
-		}
+	err := each(ctx, t, hostRow, func(h *climate.Host) {
 		h.Extra = map[string]string{}
 		index[h.ID] = len(hosts)
-		hosts = append(hosts, h)
+		hosts = append(hosts, *h)
+	}, `SELECT `+HostColumns+`, p.state, p.changed_at, p.off_micros
+		FROM hosts LEFT JOIN host_power p ON p.host_id = hosts.id `+where+` ORDER BY created_at, seq`, args...)
+	if err != nil || len(hosts) == 0 {
+		return nil, err
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil || len(hosts) == 0 {
-		return nil, d.Err(err)
-	}
-	rows, err = t.Q.Query(ctx, `SELECT e.host_id, p.name, e.value FROM host_extras e JOIN resource_properties p ON p.id = e.property_id
+	type extra struct{ hostID, name, value string }
+	err = each(ctx, t, func(x *extra) ([]any, func() error) { return []any{&x.hostID, &x.name, &x.value}, nil },
+		func(x *extra) {
+			if i, ok := index[x.hostID]; ok {
+				hosts[i].Extra[x.name] = x.value
+			}
+		}, `SELECT e.host_id, p.name, e.value FROM host_extras e JOIN resource_properties p ON p.id = e.property_id
 		WHERE e.host_id IN (SELECT id FROM hosts `+where+`)`, args...)
 	if err != nil {
-		return nil, d.Err(err)
+		return nil, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var hostID, name, value string
-		if err := rows.Scan(&hostID, &name, &value); err != nil {
-			return nil, d.Err(err)
+	return hosts, nil
+}
+
+// hostRow maps a row of HostColumns and the host's power columns.
+func hostRow(h *climate.Host) ([]any, func() error) {
+	var powerChanged time.Time
+	var offMicros sql.NullInt64
+	var power sql.NullString
+	return []any{&h.ID, &h.HypervisorHostname, &h.ServiceName, &h.VCPUs, &h.MemoryMB, &h.LocalGB, &h.CPUInfo,
+			&h.HypervisorType, &h.HypervisorVersion, &h.AvailabilityZone, &h.TrustID, &h.Reservable,
+			ScanTime(&h.CreatedAt), ScanTime(&h.UpdatedAt), &power, ScanTime(&powerChanged), &offMicros},
+		func() error {
+			h.Power = nil
+			if power.Valid { // the power row's columns are all set
+				h.Power = &climate.HostPower{HostID: h.ID, State: climate.PowerState(power.String),
+					ChangedAt: powerChanged, OffBefore: time.Duration(offMicros.Int64) * time.Microsecond}
+			}
+			return nil
 		}
-		if i, ok := index[hostID]; ok {
-			hosts[i].Extra[name] = value
-		}
-	}
-	return hosts, d.Err(rows.Err())
 }
 
 // DeleteHost removes a host; its extras cascade.
@@ -138,8 +132,8 @@ func (t *Tx) meta(ctx context.Context, query string) (int64, error) {
 
 // ListResourceProperties returns the properties of a resource type by name.
 func (t *Tx) ListResourceProperties(ctx context.Context, resourceType string) ([]climate.ResourceProperty, error) {
-	return list(ctx, t, func(s Scanner, p *climate.ResourceProperty) error {
-		return s.Scan(&p.ID, &p.ResourceType, &p.Name, &p.Private, ScanTime(&p.CreatedAt), ScanTime(&p.UpdatedAt))
+	return list(ctx, t, func(p *climate.ResourceProperty) ([]any, func() error) {
+		return []any{&p.ID, &p.ResourceType, &p.Name, &p.Private, ScanTime(&p.CreatedAt), ScanTime(&p.UpdatedAt)}, nil
 	}, `SELECT id, resource_type, name, private, created_at, updated_at
 		FROM resource_properties WHERE resource_type = ? ORDER BY name`, resourceType)
 }

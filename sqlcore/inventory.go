@@ -29,13 +29,13 @@ func (t *Tx) ListFlavors(ctx context.Context) ([]climate.Flavor, error) {
 }
 
 func (t *Tx) loadFlavors(ctx context.Context, where string, args ...any) ([]climate.Flavor, error) {
-	return list(ctx, t, func(s Scanner, f *climate.Flavor) error {
+	return list(ctx, t, func(f *climate.Flavor) ([]any, func() error) {
 		var specs string
-		err := s.Scan(&f.ID, &f.Name, &f.VCPUs, &f.RAM, &f.Disk, &f.Ephemeral, &specs, ScanTime(&f.CreatedAt), ScanTime(&f.UpdatedAt))
-		if err == nil {
-			f.ExtraSpecs, err = decodeExtraSpecs(specs)
-		}
-		return err
+		return []any{&f.ID, &f.Name, &f.VCPUs, &f.RAM, &f.Disk, &f.Ephemeral, &specs, ScanTime(&f.CreatedAt), ScanTime(&f.UpdatedAt)},
+			func() (err error) {
+				f.ExtraSpecs, err = decodeExtraSpecs(specs)
+				return err
+			}
 	}, `SELECT `+FlavorColumns+` FROM flavors `+where+` ORDER BY created_at, id`, args...)
 }
 
@@ -106,8 +106,8 @@ func (t *Tx) ListFloatingIPs(ctx context.Context) ([]climate.FloatingIP, error) 
 }
 
 func (t *Tx) loadFloatingIPs(ctx context.Context, where string, args ...any) ([]climate.FloatingIP, error) {
-	return list(ctx, t, func(s Scanner, f *climate.FloatingIP) error {
-		return s.Scan(&f.ID, &f.FloatingNetworkID, &f.SubnetID, &f.Address, &f.Reservable, ScanTime(&f.CreatedAt), ScanTime(&f.UpdatedAt))
+	return list(ctx, t, func(f *climate.FloatingIP) ([]any, func() error) {
+		return []any{&f.ID, &f.FloatingNetworkID, &f.SubnetID, &f.Address, &f.Reservable, ScanTime(&f.CreatedAt), ScanTime(&f.UpdatedAt)}, nil
 	}, `SELECT `+FloatingIPColumns+` FROM floatingips `+where+` ORDER BY created_at, id`, args...)
 }
 
@@ -164,8 +164,8 @@ func (t *Tx) ListMaintenances(ctx context.Context, f climate.MaintenanceFilter) 
 }
 
 func (t *Tx) loadMaintenances(ctx context.Context, where string, args ...any) ([]climate.Maintenance, error) {
-	return list(ctx, t, func(s Scanner, m *climate.Maintenance) error {
-		return s.Scan(&m.ID, &m.HostID, ScanTime(&m.Start), ScanTime(&m.End), &m.Reason, ScanTime(&m.CreatedAt))
+	return list(ctx, t, func(m *climate.Maintenance) ([]any, func() error) {
+		return []any{&m.ID, &m.HostID, ScanTime(&m.Start), ScanTime(&m.End), &m.Reason, ScanTime(&m.CreatedAt)}, nil
 	}, `SELECT `+MaintenanceColumns+` FROM maintenances `+where+` ORDER BY start_at, id`, args...)
 }
 

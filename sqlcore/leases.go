@@ -2,6 +2,7 @@ package sqlcore
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -93,10 +94,10 @@ func JSONList(s []string) string {
 }
 
 // decodeAddresses reads what EncodeAddresses wrote; none comes back nil.
-func (d *Dialect) decodeAddresses(s string) ([]string, error) {
+func decodeAddresses(s string) ([]string, error) {
 	var addrs []string
 	if err := json.Unmarshal([]byte(s), &addrs); err != nil {
-		return nil, d.Err(fmt.Errorf("required_floatingips %q: %w", s, err))
+		return nil, fmt.Errorf("required_floatingips %q: %w", s, err)
 	}
 	if len(addrs) == 0 {
 		return nil, nil
@@ -138,7 +139,7 @@ func (d *Dialect) LeaseQuery(f climate.LeaseFilter) (string, []any) {
 		for i, st := range f.Statuses {
 			statuses[i] = string(st)
 		}
-		where, args = append(where, d.in("status")), append(args, d.List(statuses))
+		where, args = append(where, "status"+d.InList), append(args, d.List(statuses))
 	}
 	if f.After != nil {
 		// Keyset paging: the (created_at, id) indexes seek to the page's start.
@@ -161,29 +162,14 @@ func (d *Dialect) LeaseQuery(f climate.LeaseFilter) (string, []any) {
 // per lease.
 func (t *Tx) loadLeases(ctx context.Context, q string, args []any, every bool) ([]climate.Lease, error) {
 	d := t.D
-	rows, err := t.Q.Query(ctx, q, args...)
-	if err != nil {
-		return nil, d.Err(err)
-	}
 	var leases []climate.Lease
 	index := map[string]int{}
-	for rows.Next() {
-		var l climate.Lease
-		if err := rows.Scan(&l.ID, &l.Name, &l.UserID, &l.ProjectID, &l.TrustID, ScanTime(&l.Start), ScanTime(&l.End), &l.Status,
-			&l.Degraded, ScanTime(&l.CreatedAt), ScanTime(&l.UpdatedAt),
-			&l.Type, ScanTime(&l.RetryUntil), &l.Priority, &l.MaxRetries, &l.Retries, &l.Preemptible, &l.OnPreempt); err != nil {
-			rows.Close()
-			return nil, d.Err(err)
-		}
+	err := each(ctx, t, leaseRow, func(l *climate.Lease) {
 		index[l.ID] = len(leases)
-		leases = append(leases, l)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, d.Err(err)
-	}
-	if len(leases) == 0 {
-		return nil, nil
+		leases = append(leases, *l)
+	}, q, args...)
+	if err != nil || len(leases) == 0 {
+		return nil, err
 	}
 
 	in, childArgs := "", []any(nil)
@@ -192,106 +178,75 @@ func (t *Tx) loadLeases(ctx context.Context, q string, args []any, every bool) (
 		for i, l := range leases {
 			ids[i] = l.ID
 		}
-		in, childArgs = " WHERE "+d.in("lease_id"), []any{d.List(ids)}
+		in, childArgs = " WHERE lease_id"+d.InList, []any{d.List(ids)}
 	}
 	resIndex := map[string][2]int{} // reservation id → lease index, reservation index
-	rows, err = t.Q.Query(ctx, `SELECT id, lease_id, resource_type, status, min_count, max_count, hypervisor_properties,
+	err = each(ctx, t, reservationRow, func(r *climate.Reservation) {
+		li := index[r.LeaseID]
+		resIndex[r.ID] = [2]int{li, len(leases[li].Reservations)}
+		leases[li].Reservations = append(leases[li].Reservations, *r)
+	}, `SELECT id, lease_id, resource_type, status, min_count, max_count, hypervisor_properties,
 		resource_properties, before_end, network_id, amount, required_floatingips, vcpus, memory_mb, disk_gb, affinity,
 		server_group_id, missing_resources, resources_changed, created_at, updated_at
 		FROM reservations`+in+` ORDER BY created_at, id`, childArgs...)
 	if err != nil {
-		return nil, d.Err(err)
+		return nil, err
 	}
-	for rows.Next() {
-		var r climate.Reservation
-		var required string
-		if err := rows.Scan(&r.ID, &r.LeaseID, &r.ResourceType, &r.Status, &r.Min, &r.Max, &r.HypervisorProperties,
-			&r.ResourceProperties, &r.BeforeEnd, &r.NetworkID, &r.Amount, &required,
-			&r.Size.VCPUs, &r.Size.MemoryMB, &r.Size.DiskGB, &r.Affinity, &r.ServerGroupID,
-			&r.MissingResources, &r.ResourcesChanged, ScanTime(&r.CreatedAt), ScanTime(&r.UpdatedAt)); err != nil {
-			rows.Close()
-			return nil, d.Err(err)
-		}
-		if r.RequiredFloatingIPs, err = d.decodeAddresses(required); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		li := index[r.LeaseID]
-		resIndex[r.ID] = [2]int{li, len(leases[li].Reservations)}
-		leases[li].Reservations = append(leases[li].Reservations, r)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, d.Err(err)
-	}
-
-	rows, err = t.Q.Query(ctx, `SELECT `+AllocationColumns+`
-		FROM allocations`+in+` ORDER BY resource_id, start_at, id`, childArgs...)
-	if err != nil {
-		return nil, d.Err(err)
-	}
-	for rows.Next() {
-		a, err := d.ScanAllocation(rows)
-		if err != nil {
-			rows.Close()
-			return nil, err
-		}
+	err = each(ctx, t, AllocationRow, func(a *climate.Allocation) {
 		if at, ok := resIndex[a.ReservationID]; ok {
 			r := &leases[at[0]].Reservations[at[1]]
-			r.Allocations = append(r.Allocations, a)
+			r.Allocations = append(r.Allocations, *a)
 		}
+	}, `SELECT `+AllocationColumns+`
+		FROM allocations`+in+` ORDER BY resource_id, start_at, id`, childArgs...)
+	if err != nil {
+		return nil, err
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, d.Err(err)
-	}
-
-	rows, err = t.Q.Query(ctx, `SELECT `+EventColumns+`
+	err = each(ctx, t, EventRow, func(e *climate.Event) {
+		li := index[e.LeaseID]
+		leases[li].Events = append(leases[li].Events, *e)
+	}, `SELECT `+EventColumns+`
 		FROM events`+in+` ORDER BY created_at, id`, childArgs...)
 	if err != nil {
-		return nil, d.Err(err)
+		return nil, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		e, err := d.ScanEvent(rows)
-		if err != nil {
-			return nil, err
+	return leases, nil
+}
+
+// leaseRow maps a row of LeaseColumns.
+func leaseRow(l *climate.Lease) ([]any, func() error) {
+	return []any{&l.ID, &l.Name, &l.UserID, &l.ProjectID, &l.TrustID, ScanTime(&l.Start), ScanTime(&l.End), &l.Status,
+		&l.Degraded, ScanTime(&l.CreatedAt), ScanTime(&l.UpdatedAt),
+		&l.Type, ScanTime(&l.RetryUntil), &l.Priority, &l.MaxRetries, &l.Retries, &l.Preemptible, &l.OnPreempt}, nil
+}
+
+// reservationRow maps a row of ReservationColumns (as loadLeases selects them).
+func reservationRow(r *climate.Reservation) ([]any, func() error) {
+	var required string
+	return []any{&r.ID, &r.LeaseID, &r.ResourceType, &r.Status, &r.Min, &r.Max, &r.HypervisorProperties,
+			&r.ResourceProperties, &r.BeforeEnd, &r.NetworkID, &r.Amount, &required,
+			&r.Size.VCPUs, &r.Size.MemoryMB, &r.Size.DiskGB, &r.Affinity, &r.ServerGroupID,
+			&r.MissingResources, &r.ResourcesChanged, ScanTime(&r.CreatedAt), ScanTime(&r.UpdatedAt)},
+		func() (err error) {
+			r.RequiredFloatingIPs, err = decodeAddresses(required)
+			return err
 		}
-		li := index[e.LeaseID]
-		leases[li].Events = append(leases[li].Events, e)
-	}
-	return leases, d.Err(rows.Err())
 }
 
-// Scanner is a row to scan: Rows, Row, or a store's own.
-type Scanner interface{ Scan(...any) error }
-
-// ScanAllocation reads an allocation row selected as AllocationColumns.
-func (d *Dialect) ScanAllocation(s Scanner) (climate.Allocation, error) {
-	var a climate.Allocation
-	if err := scanAllocation(s, &a); err != nil {
-		return a, d.Err(err)
-	}
-	return a, nil
+// AllocationRow maps a row of AllocationColumns.
+func AllocationRow(a *climate.Allocation) ([]any, func() error) {
+	return []any{&a.ID, &a.ReservationID, &a.LeaseID, &a.ResourceID, ScanTime(&a.Start), ScanTime(&a.End),
+		&a.Slots, &a.Size.VCPUs, &a.Size.MemoryMB, &a.Size.DiskGB, &a.Preemptible}, nil
 }
 
-func scanAllocation(s Scanner, a *climate.Allocation) error {
-	return s.Scan(&a.ID, &a.ReservationID, &a.LeaseID, &a.ResourceID, ScanTime(&a.Start), ScanTime(&a.End),
-		&a.Slots, &a.Size.VCPUs, &a.Size.MemoryMB, &a.Size.DiskGB, &a.Preemptible)
-}
-
-// ScanEvent reads an event row selected as EventColumns, then the extra destinations.
-func (d *Dialect) ScanEvent(s Scanner, extra ...any) (climate.Event, error) {
-	var e climate.Event
-	var claimedBy *string
-	dest := []any{&e.ID, &e.LeaseID, &e.Type, ScanTime(&e.Time), &e.Status, &claimedBy, ScanTime(&e.CreatedAt), ScanTime(&e.UpdatedAt)}
-	if err := s.Scan(append(dest, extra...)...); err != nil {
-		return e, d.Err(err)
-	}
-	if claimedBy != nil {
-		e.ClaimedBy = *claimedBy
-	}
-	return e, nil
+// EventRow maps a row of EventColumns.
+func EventRow(e *climate.Event) ([]any, func() error) {
+	var claimedBy sql.NullString
+	return []any{&e.ID, &e.LeaseID, &e.Type, ScanTime(&e.Time), &e.Status, &claimedBy, ScanTime(&e.CreatedAt), ScanTime(&e.UpdatedAt)},
+		func() error {
+			e.ClaimedBy = claimedBy.String
+			return nil
+		}
 }
 
 // LeaseWriter receives the writes that bring a stored lease to its new state, in order
@@ -413,7 +368,7 @@ func (d *Dialect) SyncLease(cur, l *climate.Lease, w LeaseWriter) error {
 
 // DeleteIDs is the statement and parameter of a deletion of table's rows by id.
 func (d *Dialect) DeleteIDs(table string, ids []string) (string, any) {
-	return `DELETE FROM ` + table + ` WHERE ` + d.in("id"), d.List(ids)
+	return `DELETE FROM ` + table + ` WHERE id` + d.InList, d.List(ids)
 }
 
 func keys[V any](m map[string]V) []string {
@@ -471,7 +426,7 @@ func (t *Tx) ListAllocations(ctx context.Context, f climate.AllocationFilter) ([
 
 // ScanAllocations reads rows of AllocationColumns and closes them.
 func (d *Dialect) ScanAllocations(rows Rows) ([]climate.Allocation, error) {
-	return collect(d, rows, scanAllocation)
+	return Collect(d, rows, AllocationRow)
 }
 
 // AllocationQuery builds ListAllocations' query for f (whose ResourceIDs is not empty).
@@ -480,7 +435,7 @@ func (d *Dialect) AllocationQuery(f climate.AllocationFilter) (string, []any) {
 	var args []any
 	if f.ResourceIDs != nil {
 		// One parameter however many ids.
-		where, args = append(where, d.in("resource_id")), append(args, d.List(f.ResourceIDs))
+		where, args = append(where, "resource_id"+d.InList), append(args, d.List(f.ResourceIDs))
 	}
 	if f.LeaseID != "" {
 		where, args = append(where, "lease_id = ?"), append(args, f.LeaseID)

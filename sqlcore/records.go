@@ -59,9 +59,9 @@ func (t *Tx) ListAudit(ctx context.Context, f climate.AuditFilter) ([]climate.Au
 		q += ` LIMIT ?`
 		args = append(args, f.Limit)
 	}
-	return list(ctx, t, func(s Scanner, e *climate.AuditEntry) error {
-		return s.Scan(&e.ID, ScanTime(&e.Time), &e.Actor, &e.ActorUserID, &e.ActorProjectID, &e.RequestID, &e.Action,
-			&e.TargetType, &e.TargetID, &e.LeaseID, &e.HostID, &e.ProjectID, &e.Reason, &e.Before, &e.After)
+	return list(ctx, t, func(e *climate.AuditEntry) ([]any, func() error) {
+		return []any{&e.ID, ScanTime(&e.Time), &e.Actor, &e.ActorUserID, &e.ActorProjectID, &e.RequestID, &e.Action,
+			&e.TargetType, &e.TargetID, &e.LeaseID, &e.HostID, &e.ProjectID, &e.Reason, &e.Before, &e.After}, nil
 	}, q, args...)
 }
 
@@ -92,7 +92,7 @@ func (t *Tx) ListUsage(ctx context.Context, f climate.UsageFilter) ([]climate.Us
 		add(`lease_id = ?`, f.LeaseID)
 	}
 	if len(f.LeaseIDs) > 0 {
-		add(d.in("lease_id"), d.List(f.LeaseIDs))
+		add("lease_id"+d.InList, d.List(f.LeaseIDs))
 	}
 	if f.OpenOnly {
 		add(fmt.Sprintf(d.False, "closed"))
@@ -115,10 +115,10 @@ func (t *Tx) ListUsage(ctx context.Context, f climate.UsageFilter) ([]climate.Us
 		q += ` LIMIT ?`
 		args = append(args, f.Limit)
 	}
-	return list(ctx, t, func(s Scanner, u *climate.UsageRecord) error {
-		return s.Scan(&u.AllocationID, &u.ReservationID, &u.LeaseID, &u.LeaseName, &u.ProjectID, &u.ResourceType, &u.ResourceID,
+	return list(ctx, t, func(u *climate.UsageRecord) ([]any, func() error) {
+		return []any{&u.AllocationID, &u.ReservationID, &u.LeaseID, &u.LeaseName, &u.ProjectID, &u.ResourceType, &u.ResourceID,
 			&u.Class, &u.Units, ScanTime(&u.Start), ScanTime(&u.End), ScanTime(&u.HeldFrom), ScanTime(&u.HeldUntil),
-			&u.Rate, &u.Cost, &u.Closed, ScanTime(&u.CreatedAt), ScanTime(&u.UpdatedAt))
+			&u.Rate, &u.Cost, &u.Closed, ScanTime(&u.CreatedAt), ScanTime(&u.UpdatedAt)}, nil
 	}, q, args...)
 }
 
@@ -130,9 +130,9 @@ func ChargeDest(c *climate.ProjectCharge) []any {
 	return []any{&c.Charged, &c.OpenLeases, &c.OpenHosts, &c.OpenVCPUs, &c.OpenFloatingIPs}
 }
 
-// ChargeArgs are d's ChargeColumns.
-func ChargeArgs(d climate.ProjectCharge) []any {
-	return []any{d.Charged, d.OpenLeases, d.OpenHosts, d.OpenVCPUs, d.OpenFloatingIPs}
+// ChargeArgs are project, then d's ChargeColumns.
+func ChargeArgs(project string, d climate.ProjectCharge) []any {
+	return []any{project, d.Charged, d.OpenLeases, d.OpenHosts, d.OpenVCPUs, d.OpenFloatingIPs}
 }
 
 // ProjectLimitsQuery reads a project's limits: ScanProjectLimits reads its row.

@@ -68,14 +68,14 @@ func (t *Tx) ListWebhooks(ctx context.Context, projectID string) ([]climate.Webh
 }
 
 func (t *Tx) loadWebhooks(ctx context.Context, where string, args ...any) ([]climate.Webhook, error) {
-	return list(ctx, t, func(s Scanner, w *climate.Webhook) error {
+	return list(ctx, t, func(w *climate.Webhook) ([]any, func() error) {
 		var types string
-		err := s.Scan(&w.ID, &w.ProjectID, &w.AllProjects, &w.UserID, &w.URL, &types, &w.Secret, &w.Enabled,
-			&w.DisabledReason, ScanTime(&w.CreatedAt), ScanTime(&w.UpdatedAt))
-		if err == nil {
-			w.EventTypes, err = parseEventTypes(types)
-		}
-		return err
+		return []any{&w.ID, &w.ProjectID, &w.AllProjects, &w.UserID, &w.URL, &types, &w.Secret, &w.Enabled,
+				&w.DisabledReason, ScanTime(&w.CreatedAt), ScanTime(&w.UpdatedAt)},
+			func() (err error) {
+				w.EventTypes, err = parseEventTypes(types)
+				return err
+			}
 	}, `SELECT `+WebhookColumns+` FROM webhooks `+where+` ORDER BY created_at, id`, args...)
 }
 
@@ -113,10 +113,10 @@ func (t *Tx) WebhookDeliveries(ctx context.Context, webhookID string, limit int)
 	if limit <= 0 {
 		return nil, nil
 	}
-	return list(ctx, t, func(s Scanner, d *climate.WebhookDelivery) error {
-		d.WebhookID = webhookID
-		return s.Scan(&d.NotificationID, &d.Seq, &d.EventType, &d.LeaseID, &d.Status, &d.Attempts, &d.ResponseCode,
-			&d.LastError, ScanTime(&d.FirstAttemptAt), ScanTime(&d.LastAttemptAt))
+	return list(ctx, t, func(d *climate.WebhookDelivery) ([]any, func() error) {
+		d.WebhookID = webhookID // on every row: no scan writes it
+		return []any{&d.NotificationID, &d.Seq, &d.EventType, &d.LeaseID, &d.Status, &d.Attempts, &d.ResponseCode,
+			&d.LastError, ScanTime(&d.FirstAttemptAt), ScanTime(&d.LastAttemptAt)}, nil
 	}, `SELECT notification_id, seq, event_type, lease_id, status, attempts, response_code,
 		last_error, first_attempt_at, last_attempt_at
 		FROM webhook_deliveries WHERE webhook_id = ? ORDER BY seq DESC LIMIT ?`, webhookID, limit)

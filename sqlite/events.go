@@ -51,7 +51,7 @@ func (t *tx) ClaimDueEvents(ctx context.Context, owner string, now, claimUntil t
 	if err := errors.Join(prev.Err(), prev.Close()); err != nil {
 		return nil, internal(err)
 	}
-	rows, err := t.q.QueryContext(ctx, `UPDATE events SET status = 'IN_PROGRESS', claimed_by = ?, claimed_until = ?, updated_at = ?
+	rows, err := t.Q.Query(ctx, `UPDATE events SET status = 'IN_PROGRESS', claimed_by = ?, claimed_until = ?, updated_at = ?
 		WHERE id IN (SELECT id FROM events
 			WHERE (status = 'UNDONE' AND time <= ?) OR (status = 'IN_PROGRESS' AND claimed_until <= ?)
 			`+sqlcore.DueOrder+` LIMIT ?)
@@ -60,18 +60,12 @@ func (t *tx) ClaimDueEvents(ctx context.Context, owner string, now, claimUntil t
 	if err != nil {
 		return nil, internal(err)
 	}
-	defer rows.Close()
-	var out []climate.Event
-	for rows.Next() {
-		e, err := dialect.ScanEvent(rows)
-		if err != nil {
-			return nil, err
-		}
-		e.TakenOver = lapsed[e.ID]
-		out = append(out, e)
+	out, err := sqlcore.Collect(dialect, rows, sqlcore.EventRow)
+	if err != nil {
+		return nil, err
 	}
-	if err := rows.Err(); err != nil {
-		return nil, internal(err)
+	for i := range out {
+		out[i].TakenOver = lapsed[out[i].ID]
 	}
 	climate.SortDue(out)
 	return out, nil

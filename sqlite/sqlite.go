@@ -222,7 +222,7 @@ var dialect = &sqlcore.Dialect{
 	Time:     func(t time.Time) any { return micros(t) },
 	NullTime: nullMicros,
 	List:     func(ids []string) any { return sqlcore.JSONList(ids) },
-	InList:   "%s IN (SELECT value FROM json_each(?))",
+	InList:   " IN (SELECT value FROM json_each(?))",
 	False:    "%s = 0",
 	// The unary + stops SQLite from walking the whole resource index merely to skip a
 	// sort: over all resources, searching the end_at index for the window is about twice

@@ -45,7 +45,7 @@ func (t *tx) ChargeProject(ctx context.Context, project string, d climate.Projec
 		ON CONFLICT (project_id) DO UPDATE SET charged = charged + excluded.charged, open_leases = open_leases + excluded.open_leases,
 			open_hosts = open_hosts + excluded.open_hosts, open_vcpus = open_vcpus + excluded.open_vcpus,
 			open_floatingips = open_floatingips + excluded.open_floatingips
-		RETURNING `+sqlcore.ChargeColumns, append([]any{project}, sqlcore.ChargeArgs(d)...)...).
+		RETURNING `+sqlcore.ChargeColumns, sqlcore.ChargeArgs(project, d)...).
 		Scan(sqlcore.ChargeDest(&c)...)
 	return c, internal(err)
 }
