@@ -198,7 +198,6 @@ var dialect = &sqlcore.Dialect{
 	False:           "NOT %s",
 	AllocationOrder: "resource_id, start_at, id",
 	Err:             dbError,
-	IsUnique:        func(err error) bool { return sqlState(err) == sqlUniqueViolation },
 	ErrReadOnly:     errReadOnly,
 }
 

@@ -64,8 +64,6 @@ type Dialect struct {
 	AllocationOrder string
 	// Err reports an unexpected database error (a *climate.Error is returned as it is).
 	Err func(error) error
-	// IsUnique reports whether err is a uniqueness violation.
-	IsUnique func(error) bool
 	// ErrReadOnly is the error of a write in a read-only transaction.
 	ErrReadOnly error
 	// BumpInventory is run after an inventory change when the database does not count

@@ -230,7 +230,6 @@ var dialect = &sqlcore.Dialect{
 	// resource index still serves the lookup.
 	AllocationOrder: "+resource_id, start_at, id",
 	Err:             internal,
-	IsUnique:        isUnique,
 	ErrReadOnly:     errReadOnly,
 	BumpInventory:   `UPDATE meta SET value = value + 1 WHERE key = 'inventory_revision'`,
 }
