@@ -1,12 +1,6 @@
 package postgres
 
-import (
-	"context"
-
-	"github.com/jackc/pgx/v5"
-
-	"climate"
-)
+import "context"
 
 // SchemaVersion returns the newest migration applied to the schema and the newest
 // embedded in this binary: a cheap query, for readiness.
@@ -24,17 +18,4 @@ func (s *Store) SchemaVersion(ctx context.Context) (applied, known int, err erro
 	return applied, known, nil
 }
 
-// CountLeases counts leases by status, for metrics, without loading them.
-func (t *tx) CountLeases(ctx context.Context) (map[climate.LeaseStatus]int, error) {
-	rows, err := t.q.Query(ctx, `SELECT status, count(*) FROM leases GROUP BY status`)
-	if err != nil {
-		return nil, dbError(err)
-	}
-	out := map[climate.LeaseStatus]int{}
-	var s climate.LeaseStatus
-	var n int
-	if _, err := pgx.ForEachRow(rows, []any{&s, &n}, func() error { out[s] = n; return nil }); err != nil {
-		return nil, dbError(err)
-	}
-	return out, nil
-}
+// CountLeases is sqlcore's.

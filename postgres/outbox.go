@@ -2,10 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
-	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"climate"
 )
@@ -13,7 +9,7 @@ import (
 // AddNotification writes n to the outbox. n.Seq, its position, is given at commit (in
 // commit order, doc.go), so it is 0 here.
 func (t *tx) AddNotification(ctx context.Context, n *climate.Notification) error {
-	if err := t.writable(); err != nil {
+	if err := t.Writable(); err != nil {
 		return err
 	}
 	_, err := t.q.Exec(ctx, `INSERT INTO notifications (id, event_type, lease_id, project_id, payload, error, created_at)
@@ -51,25 +47,9 @@ func (t *tx) LastNotificationSeq(ctx context.Context) (int64, error) {
 	return *seq, nil
 }
 
-// DeliveryCursor returns a destination's cursor.
-func (t *tx) DeliveryCursor(ctx context.Context, destination string) (climate.DeliveryCursor, bool, error) {
-	c := climate.DeliveryCursor{Destination: destination}
-	var next *time.Time
-	err := t.q.QueryRow(ctx, `SELECT position, attempts, next_attempt, last_error, updated_at
-		FROM delivery_cursors WHERE destination = $1`, destination).Scan(&c.Position, &c.Attempts, &next, &c.LastError, &c.UpdatedAt)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return c, false, nil
-	}
-	if err != nil {
-		return c, false, dbError(err)
-	}
-	c.NextAttempt, c.UpdatedAt = fromNullTS(next), fromTS(c.UpdatedAt)
-	return c, true, nil
-}
-
 // SaveDeliveryCursor writes a cursor; its position never moves back.
 func (t *tx) SaveDeliveryCursor(ctx context.Context, c *climate.DeliveryCursor) error {
-	if err := t.writable(); err != nil {
+	if err := t.Writable(); err != nil {
 		return err
 	}
 	_, err := t.q.Exec(ctx, `INSERT INTO delivery_cursors AS d (destination, position, attempts, next_attempt, last_error, updated_at)
@@ -84,11 +64,4 @@ func (t *tx) SaveDeliveryCursor(ctx context.Context, c *climate.DeliveryCursor) 
 	return dbError(err)
 }
 
-// DeleteDeliveryCursor forgets a destination's cursor; none is not an error.
-func (t *tx) DeleteDeliveryCursor(ctx context.Context, destination string) error {
-	if err := t.writable(); err != nil {
-		return err
-	}
-	_, err := t.q.Exec(ctx, `DELETE FROM delivery_cursors WHERE destination = $1`, destination)
-	return dbError(err)
-}
+// DeliveryCursor and DeleteDeliveryCursor are sqlcore's.

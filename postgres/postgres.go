@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"climate"
+	"climate/sqlcore"
 )
 
 // Store is the PostgreSQL implementation of climate.Store. Its transactions also
@@ -128,7 +129,7 @@ func (s *Store) View(ctx context.Context, fn func(climate.Tx) error) error {
 		return dbError(err)
 	}
 	defer rollback(ctx, pgTx)
-	return fn(&tx{q: pgTx})
+	return fn(newTx(pgTx, false, ""))
 }
 
 // Update runs fn in a write transaction. Writers run side by side: they serialize only on
@@ -151,7 +152,7 @@ func (s *Store) write(ctx context.Context, fn func(*tx) error) error {
 		return dbError(err)
 	}
 	defer rollback(ctx, pgTx)
-	if err := fn(&tx{q: pgTx, write: true, schema: s.schema}); err != nil {
+	if err := fn(newTx(pgTx, true, s.schema)); err != nil {
 		return err
 	}
 	// Deferred constraints (the exclusion constraints) are checked here, and the
@@ -167,11 +168,16 @@ func rollback(ctx context.Context, pgTx pgx.Tx) {
 	_ = pgTx.Rollback(ctx) // after Commit: a no-op; on a broken connection the pool drops it
 }
 
-// tx implements climate.Tx and climate.AllocationLog over one transaction.
+// tx implements climate.Tx and climate.AllocationLog over one transaction: sqlcore's
+// shared reads and writes, and this store's own where PostgreSQL differs.
 type tx struct {
+	sqlcore.Tx
 	q      pgx.Tx
-	write  bool
 	schema string // keys this installation's resource locks (lockResources)
+}
+
+func newTx(pgTx pgx.Tx, write bool, schema string) *tx {
+	return &tx{Tx: sqlcore.Tx{Q: querier{pgTx}, D: dialect, Write: write}, q: pgTx, schema: schema}
 }
 
 var (
@@ -181,11 +187,41 @@ var (
 
 var errReadOnly = &climate.Error{Code: climate.CodeInternal, Err: errors.New("postgres: write in a read-only transaction")}
 
-func (t *tx) writable() error {
-	if !t.write {
-		return errReadOnly
+// dialect is how PostgreSQL writes what sqlcore's queries leave open: $n placeholders
+// (querier rebinds), timestamptz times, lists as a text[] parameter read by ANY, and
+// inventory revisions moved by triggers.
+var dialect = &sqlcore.Dialect{
+	Time:            func(t time.Time) any { return ts(t) },
+	NullTime:        nullTS,
+	List:            func(ids []string) any { return ids },
+	InList:          " = ANY(?)",
+	False:           "NOT %s",
+	AllocationOrder: "resource_id, start_at, id",
+	Err:             dbError,
+	ErrReadOnly:     errReadOnly,
+}
+
+// rebinder numbers the '?' placeholders of sqlcore's queries, once per query text.
+var rebinder sqlcore.Rebinder
+
+// querier runs sqlcore's queries in a pgx transaction.
+type querier struct{ tx pgx.Tx }
+
+func (q querier) Query(ctx context.Context, query string, args ...any) (sqlcore.Rows, error) {
+	rows, err := q.tx.Query(ctx, rebinder.Rebind(query), args...)
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	return rows, nil
+}
+
+func (q querier) QueryRow(ctx context.Context, query string, args ...any) sqlcore.Row {
+	return q.tx.QueryRow(ctx, rebinder.Rebind(query), args...)
+}
+
+func (q querier) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	tag, err := q.tx.Exec(ctx, rebinder.Rebind(query), args...)
+	return tag.RowsAffected(), err
 }
 
 // Time conversions: UTC, truncated to the microseconds timestamptz keeps; NULL for the
@@ -201,10 +237,3 @@ func nullTS(t time.Time) any {
 }
 
 func fromTS(t time.Time) time.Time { return t.UTC() }
-
-func fromNullTS(t *time.Time) time.Time {
-	if t == nil {
-		return time.Time{}
-	}
-	return t.UTC()
-}

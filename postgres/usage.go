@@ -2,95 +2,28 @@ package postgres
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"climate"
+	"climate/sqlcore"
 )
 
-const usageColumns = `allocation_id, reservation_id, lease_id, lease_name, project_id, resource_type, resource_id, class, units,
-	start_at, end_at, held_from, held_until, rate, cost, closed, created_at, updated_at`
-
-// ListUsage returns the usage records matching f, by lease, reservation, then allocation.
-func (t *tx) ListUsage(ctx context.Context, f climate.UsageFilter) ([]climate.UsageRecord, error) {
-	var where []string
-	var args []any
-	add := func(cond string, a ...any) {
-		n := make([]any, len(a))
-		for i := range a {
-			args = append(args, a[i])
-			n[i] = len(args)
-		}
-		where = append(where, fmt.Sprintf(cond, n...))
-	}
-	if f.ProjectID != "" {
-		add(`project_id = $%d`, f.ProjectID)
-	}
-	if f.LeaseID != "" {
-		add(`lease_id = $%d`, f.LeaseID)
-	}
-	if len(f.LeaseIDs) > 0 {
-		add(`lease_id = ANY($%d)`, f.LeaseIDs)
-	}
-	if f.OpenOnly {
-		add(`NOT closed`)
-	}
-	if !f.From.IsZero() {
-		add(`end_at > $%d`, ts(f.From))
-	}
-	if !f.To.IsZero() {
-		add(`start_at < $%d`, ts(f.To))
-	}
-	if f.AfterLease != "" || f.AfterReservation != "" || f.AfterAllocation != "" {
-		add(`(lease_id, reservation_id, allocation_id) > ($%d, $%d, $%d)`, f.AfterLease, f.AfterReservation, f.AfterAllocation)
-	}
-	q := `SELECT ` + usageColumns + ` FROM usage_records`
-	if len(where) > 0 {
-		q += ` WHERE ` + strings.Join(where, ` AND `)
-	}
-	q += ` ORDER BY lease_id, reservation_id, allocation_id`
-	if f.Limit > 0 {
-		args = append(args, f.Limit)
-		q += fmt.Sprintf(` LIMIT $%d`, len(args))
-	}
-	rows, err := t.q.Query(ctx, q, args...)
-	if err != nil {
-		return nil, dbError(err)
-	}
-	defer rows.Close()
-	var out []climate.UsageRecord
-	for rows.Next() {
-		var u climate.UsageRecord
-		var heldFrom, heldUntil *time.Time
-		if err := rows.Scan(&u.AllocationID, &u.ReservationID, &u.LeaseID, &u.LeaseName, &u.ProjectID, &u.ResourceType, &u.ResourceID,
-			&u.Class, &u.Units, &u.Start, &u.End, &heldFrom, &heldUntil, &u.Rate, &u.Cost, &u.Closed, &u.CreatedAt, &u.UpdatedAt); err != nil {
-			return nil, dbError(err)
-		}
-		u.Start, u.End, u.CreatedAt, u.UpdatedAt = fromTS(u.Start), fromTS(u.End), fromTS(u.CreatedAt), fromTS(u.UpdatedAt)
-		u.HeldFrom, u.HeldUntil = fromNullTS(heldFrom), fromNullTS(heldUntil)
-		out = append(out, u)
-	}
-	return out, dbError(rows.Err())
-}
+// ListUsage is sqlcore's.
 
 // PutUsage inserts or replaces usage records, in one round trip.
 func (t *tx) PutUsage(ctx context.Context, rs []climate.UsageRecord) error {
-	if err := t.writable(); err != nil {
+	if err := t.Writable(); err != nil {
 		return err
 	}
 	b := &pgx.Batch{}
-	for _, u := range rs {
-		b.Queue(`INSERT INTO usage_records (`+usageColumns+`)
+	for i := range rs {
+		b.Queue(`INSERT INTO usage_records (`+sqlcore.UsageColumns+`)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
 			ON CONFLICT (lease_id, reservation_id, allocation_id) DO UPDATE SET lease_name = excluded.lease_name, start_at = excluded.start_at,
 				end_at = excluded.end_at, held_from = excluded.held_from, held_until = excluded.held_until, rate = excluded.rate,
 				cost = excluded.cost, closed = excluded.closed, updated_at = excluded.updated_at`,
-			u.AllocationID, u.ReservationID, u.LeaseID, u.LeaseName, u.ProjectID, u.ResourceType, u.ResourceID, u.Class, u.Units,
-			ts(u.Start), ts(u.End), nullTS(u.HeldFrom), nullTS(u.HeldUntil), u.Rate, u.Cost, u.Closed, ts(u.CreatedAt), ts(u.UpdatedAt))
+			dialect.AppendUsageArgs(make([]any, 0, 18), &rs[i])...)
 	}
 	return dbError(t.q.SendBatch(ctx, b).Close())
 }
@@ -101,26 +34,24 @@ func (t *tx) PutUsage(ctx context.Context, rs []climate.UsageRecord) error {
 // locks nothing (doc.go, "Concurrent writers").
 func (t *tx) ChargeProject(ctx context.Context, project string, d climate.ProjectCharge, totals bool) (climate.ProjectCharge, error) {
 	var c climate.ProjectCharge
-	if err := t.writable(); err != nil {
+	if err := t.Writable(); err != nil {
 		return c, err
 	}
 	if !totals {
-		_, err := t.q.Exec(ctx, `INSERT INTO project_charge_deltas (project_id, `+chargeColumns+`) VALUES ($1, $2, $3, $4, $5, $6)`,
-			project, d.Charged, d.OpenLeases, d.OpenHosts, d.OpenVCPUs, d.OpenFloatingIPs)
+		_, err := t.q.Exec(ctx, `INSERT INTO project_charge_deltas (project_id, `+sqlcore.ChargeColumns+`) VALUES ($1, $2, $3, $4, $5, $6)`,
+			sqlcore.ChargeArgs(project, d)...)
 		return c, dbError(err)
 	}
 	err := t.q.QueryRow(ctx, `WITH folded AS (
-			DELETE FROM project_charge_deltas WHERE project_id = $1 RETURNING `+chargeColumns+`)
-		INSERT INTO project_charges (project_id, `+chargeColumns+`)
+			DELETE FROM project_charge_deltas WHERE project_id = $1 RETURNING `+sqlcore.ChargeColumns+`)
+		INSERT INTO project_charges (project_id, `+sqlcore.ChargeColumns+`)
 			SELECT $1, $2 + coalesce(sum(charged), 0), $3 + coalesce(sum(open_leases), 0), $4 + coalesce(sum(open_hosts), 0),
 				$5 + coalesce(sum(open_vcpus), 0), $6 + coalesce(sum(open_floatingips), 0) FROM folded
 		ON CONFLICT (project_id) DO UPDATE SET `+addCharges+`
-		RETURNING `+chargeColumns, project, d.Charged, d.OpenLeases, d.OpenHosts, d.OpenVCPUs, d.OpenFloatingIPs).
-		Scan(&c.Charged, &c.OpenLeases, &c.OpenHosts, &c.OpenVCPUs, &c.OpenFloatingIPs)
+		RETURNING `+sqlcore.ChargeColumns, sqlcore.ChargeArgs(project, d)...).
+		Scan(sqlcore.ChargeDest(&c)...)
 	return c, dbError(err)
 }
-
-const chargeColumns = `charged, open_leases, open_hosts, open_vcpus, open_floatingips`
 
 // addCharges adds an upsert's excluded row to the existing one.
 const addCharges = `charged = project_charges.charged + excluded.charged,
@@ -134,9 +65,9 @@ func (t *tx) ProjectCharged(ctx context.Context, project string) (climate.Projec
 	var c climate.ProjectCharge
 	err := t.q.QueryRow(ctx, `SELECT coalesce(sum(charged), 0), coalesce(sum(open_leases), 0), coalesce(sum(open_hosts), 0),
 			coalesce(sum(open_vcpus), 0), coalesce(sum(open_floatingips), 0)
-		FROM (SELECT `+chargeColumns+` FROM project_charges WHERE project_id = $1
-			UNION ALL SELECT `+chargeColumns+` FROM project_charge_deltas WHERE project_id = $1) AS parts`, project).
-		Scan(&c.Charged, &c.OpenLeases, &c.OpenHosts, &c.OpenVCPUs, &c.OpenFloatingIPs)
+		FROM (SELECT `+sqlcore.ChargeColumns+` FROM project_charges WHERE project_id = $1
+			UNION ALL SELECT `+sqlcore.ChargeColumns+` FROM project_charge_deltas WHERE project_id = $1) AS parts`, project).
+		Scan(sqlcore.ChargeDest(&c)...)
 	return c, dbError(err)
 }
 
@@ -147,9 +78,9 @@ func (s *Store) FoldProjectCharges(ctx context.Context) (int64, error) {
 	var n int64
 	err := s.write(ctx, func(t *tx) error {
 		return dbError(t.q.QueryRow(ctx, `WITH folded AS (
-				DELETE FROM project_charge_deltas RETURNING project_id, `+chargeColumns+`),
+				DELETE FROM project_charge_deltas RETURNING project_id, `+sqlcore.ChargeColumns+`),
 			upserted AS (
-				INSERT INTO project_charges (project_id, `+chargeColumns+`)
+				INSERT INTO project_charges (project_id, `+sqlcore.ChargeColumns+`)
 					SELECT project_id, sum(charged), sum(open_leases), sum(open_hosts), sum(open_vcpus), sum(open_floatingips)
 					FROM folded GROUP BY project_id
 				ON CONFLICT (project_id) DO UPDATE SET `+addCharges+`)
@@ -169,50 +100,39 @@ func (t *tx) lockProject(ctx context.Context, project string) error {
 // projectKey is the advisory lock key of project $2 in schema $1.
 const projectKey = `hashtextextended($1 || '/project/' || $2, 0)`
 
-// GetProjectLimits returns the project's limits, if it has any.
+// GetProjectLimits returns the project's limits, if it has any. A write transaction
+// takes the project's lock, shared, in the same round trip (lockProject).
 func (t *tx) GetProjectLimits(ctx context.Context, project string) (*climate.ProjectLimits, bool, error) {
-	var doc string
-	var updated time.Time
-	var err error
-	const read = `SELECT limits_json, updated_at FROM project_limits WHERE project_id = $1`
-	if t.write { // the project's lock, shared, in the same round trip (lockProject)
-		b := &pgx.Batch{}
-		b.Queue(`SELECT pg_advisory_xact_lock_shared(`+projectKey+`)`, t.schema, project)
-		b.Queue(read, project)
-		br := t.q.SendBatch(ctx, b)
-		if _, err = br.Exec(); err == nil {
-			err = br.QueryRow().Scan(&doc, &updated)
-		}
-		if cerr := br.Close(); err == nil {
-			err = cerr
-		}
-	} else {
-		err = t.q.QueryRow(ctx, read, project).Scan(&doc, &updated)
+	if !t.Write {
+		return t.Tx.GetProjectLimits(ctx, project)
 	}
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, dbError(err)
-	}
-	l, err := climate.DecodeLimits(project, doc, fromTS(updated))
-	return l, err == nil, err
+	b := &pgx.Batch{}
+	b.Queue(`SELECT pg_advisory_xact_lock_shared(`+projectKey+`)`, t.schema, project)
+	b.Queue(rebinder.Rebind(sqlcore.ProjectLimitsQuery), project)
+	return dialect.ScanProjectLimits(project, lockedRow{t.q.SendBatch(ctx, b)})
 }
 
-// PutProjectLimits sets the project's limits.
-func (t *tx) PutProjectLimits(ctx context.Context, l *climate.ProjectLimits) error {
-	if err := t.writable(); err != nil {
-		return err
+// lockedRow is the row of a batch's second statement, read once its first (a lock) ran.
+type lockedRow struct{ br pgx.BatchResults }
+
+func (r lockedRow) Scan(dest ...any) error {
+	_, err := r.br.Exec()
+	if err == nil {
+		err = r.br.QueryRow().Scan(dest...)
 	}
-	doc, err := climate.EncodeLimits(l)
-	if err != nil {
+	if cerr := r.br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// PutProjectLimits sets the project's limits, holding the project's lock alone.
+func (t *tx) PutProjectLimits(ctx context.Context, l *climate.ProjectLimits) error {
+	if err := t.Writable(); err != nil {
 		return err
 	}
 	if err := t.lockProject(ctx, l.ProjectID); err != nil {
 		return err
 	}
-	_, err = t.q.Exec(ctx, `INSERT INTO project_limits (project_id, limits_json, updated_at) VALUES ($1, $2, $3)
-		ON CONFLICT (project_id) DO UPDATE SET limits_json = excluded.limits_json, updated_at = excluded.updated_at`,
-		l.ProjectID, doc, ts(l.UpdatedAt))
-	return dbError(err)
+	return t.PutLimits(ctx, l)
 }

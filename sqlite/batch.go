@@ -188,7 +188,7 @@ func (s *Store) runBatch(reqs []*writeRequest) (results []error, err error) {
 		return results, internal(err)
 	}
 	defer sqlTx.Rollback() // after Commit: a no-op
-	t := &tx{q: &conn{tx: sqlTx, cache: s.ws, detached: true}, write: true}
+	t := newTx(&conn{tx: sqlTx, cache: s.ws, detached: true}, true)
 	if len(reqs) == 1 {
 		if results[0] = call(reqs[0].fn, t); results[0] != nil {
 			return results, nil

@@ -7,7 +7,10 @@ import (
 	"time"
 
 	"climate"
+	"climate/sqlcore"
 )
+
+// RenewClaims and ReleaseClaims are sqlcore's.
 
 // NextEventTime returns the earliest UNDONE event time or IN_PROGRESS claim expiry.
 func (t *tx) NextEventTime(ctx context.Context) (time.Time, bool, error) {
@@ -25,12 +28,9 @@ func (t *tx) NextEventTime(ctx context.Context) (time.Time, bool, error) {
 	return fromMicros(next.Int64), true, nil
 }
 
-// dueOrder sorts due events by time, then end before before_end before start, then id.
-const dueOrder = `ORDER BY time, CASE event_type WHEN 'end_lease' THEN 0 WHEN 'before_end_lease' THEN 1 WHEN 'start_lease' THEN 2 ELSE 3 END, id`
-
 // ClaimDueEvents claims due events; it runs in the write transaction, so it is atomic.
 func (t *tx) ClaimDueEvents(ctx context.Context, owner string, now, claimUntil time.Time, limit int) ([]climate.Event, error) {
-	if err := t.writable(); err != nil {
+	if err := t.Writable(); err != nil {
 		return nil, err
 	}
 	// Lapsed claims (few: a dead or stalled run's) are read first: RETURNING sees only the
@@ -51,72 +51,22 @@ func (t *tx) ClaimDueEvents(ctx context.Context, owner string, now, claimUntil t
 	if err := errors.Join(prev.Err(), prev.Close()); err != nil {
 		return nil, internal(err)
 	}
-	rows, err := t.q.QueryContext(ctx, `UPDATE events SET status = 'IN_PROGRESS', claimed_by = ?, claimed_until = ?, updated_at = ?
+	rows, err := t.Q.Query(ctx, `UPDATE events SET status = 'IN_PROGRESS', claimed_by = ?, claimed_until = ?, updated_at = ?
 		WHERE id IN (SELECT id FROM events
 			WHERE (status = 'UNDONE' AND time <= ?) OR (status = 'IN_PROGRESS' AND claimed_until <= ?)
-			`+dueOrder+` LIMIT ?)
-		RETURNING `+eventColumns,
+			`+sqlcore.DueOrder+` LIMIT ?)
+		RETURNING `+sqlcore.EventColumns,
 		owner, micros(claimUntil), micros(now), micros(now), micros(now), limit)
 	if err != nil {
 		return nil, internal(err)
 	}
-	defer rows.Close()
-	var out []climate.Event
-	for rows.Next() {
-		e, err := scanEvent(rows)
-		if err != nil {
-			return nil, err
-		}
-		e.TakenOver = lapsed[e.ID]
-		out = append(out, e)
+	out, err := sqlcore.Collect(dialect, rows, sqlcore.EventRow)
+	if err != nil {
+		return nil, err
 	}
-	if err := rows.Err(); err != nil {
-		return nil, internal(err)
+	for i := range out {
+		out[i].TakenOver = lapsed[out[i].ID]
 	}
 	climate.SortDue(out)
 	return out, nil
-}
-
-// RenewClaims extends owner's claims.
-func (t *tx) RenewClaims(ctx context.Context, owner string, claimUntil time.Time) (int, error) {
-	if err := t.writable(); err != nil {
-		return 0, err
-	}
-	res, err := t.q.ExecContext(ctx, `UPDATE events SET claimed_until = ? WHERE status = 'IN_PROGRESS' AND claimed_by = ?`,
-		micros(claimUntil), owner)
-	return affected(res, err)
-}
-
-// ReleaseClaims hands every claimed event back.
-func (t *tx) ReleaseClaims(ctx context.Context) (int, error) {
-	if err := t.writable(); err != nil {
-		return 0, err
-	}
-	res, err := t.q.ExecContext(ctx, `UPDATE events SET status = 'UNDONE', claimed_by = NULL, claimed_until = NULL WHERE status = 'IN_PROGRESS'`)
-	return affected(res, err)
-}
-
-func affected(res sql.Result, err error) (int, error) {
-	if err != nil {
-		return 0, internal(err)
-	}
-	n, err := res.RowsAffected()
-	return int(n), internal(err)
-}
-
-// eventColumns are the columns scanEvent reads, in order.
-const eventColumns = `id, lease_id, event_type, time, status, claimed_by, created_at, updated_at`
-
-// scanEvent reads an event row selected as eventColumns.
-func scanEvent(s scanner) (climate.Event, error) {
-	var e climate.Event
-	var at, created int64
-	var updated sql.NullInt64
-	var claimedBy sql.NullString
-	if err := s.Scan(&e.ID, &e.LeaseID, &e.Type, &at, &e.Status, &claimedBy, &created, &updated); err != nil {
-		return e, internal(err)
-	}
-	e.Time, e.CreatedAt, e.UpdatedAt = fromMicros(at), fromMicros(created), fromNullMicros(updated)
-	e.ClaimedBy = claimedBy.String
-	return e, nil
 }

@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"climate/sqlcore"
 )
 
 // Healing's queries read indexes: the degraded leases their partial index, a host's
@@ -14,7 +16,7 @@ func TestMaintenanceQueryPlans(t *testing.T) {
 	if plan := explain(t, s.r, degradedLeasesQuery, 1); !strings.Contains(plan, "leases_degraded") {
 		t.Errorf("degraded leases: the partial index is not used:\n%s", plan)
 	}
-	q := `SELECT ` + maintenanceColumns + ` FROM maintenances WHERE 1 = 1 AND host_id = ? AND (end_at IS NULL OR end_at > ?) ORDER BY start_at, id`
+	q := `SELECT ` + sqlcore.MaintenanceColumns + ` FROM maintenances WHERE host_id = ? AND (end_at IS NULL OR end_at > ?) ORDER BY start_at, id`
 	if plan := explain(t, s.r, q, "1", 1); strings.Contains(plan, "SCAN maintenances") {
 		t.Errorf("a host's windows: maintenances scanned:\n%s", plan)
 	}

@@ -5,8 +5,6 @@ import (
 	"io/fs"
 	"strconv"
 	"strings"
-
-	"climate"
 )
 
 // SchemaVersion returns the newest migration applied to the database and the newest
@@ -26,24 +24,4 @@ func (s *Store) SchemaVersion(ctx context.Context) (applied, known int, err erro
 	return applied, known, nil
 }
 
-// CountLeases counts leases by status, for metrics, without loading them.
-func (t *tx) CountLeases(ctx context.Context) (map[climate.LeaseStatus]int, error) {
-	rows, err := t.q.QueryContext(ctx, `SELECT status, count(*) FROM leases GROUP BY status`)
-	if err != nil {
-		return nil, internal(err)
-	}
-	defer rows.Close()
-	out := map[climate.LeaseStatus]int{}
-	for rows.Next() {
-		var s climate.LeaseStatus
-		var n int
-		if err := rows.Scan(&s, &n); err != nil {
-			return nil, internal(err)
-		}
-		out[s] = n
-	}
-	if err := rows.Err(); err != nil {
-		return nil, internal(err)
-	}
-	return out, nil
-}
+// CountLeases is sqlcore's.

@@ -3,14 +3,13 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 
 	"climate"
 )
 
 // AddNotification writes n to the outbox, assigning n.Seq.
 func (t *tx) AddNotification(ctx context.Context, n *climate.Notification) error {
-	if err := t.writable(); err != nil {
+	if err := t.Writable(); err != nil {
 		return err
 	}
 	err := t.q.QueryRowContext(ctx, `INSERT INTO notifications (id, event_type, lease_id, project_id, payload, error, created_at)
@@ -47,26 +46,9 @@ func (t *tx) LastNotificationSeq(ctx context.Context) (int64, error) {
 	return seq.Int64, internal(err)
 }
 
-// DeliveryCursor returns a destination's cursor.
-func (t *tx) DeliveryCursor(ctx context.Context, destination string) (climate.DeliveryCursor, bool, error) {
-	c := climate.DeliveryCursor{Destination: destination}
-	var next sql.NullInt64
-	var updated int64
-	err := t.q.QueryRowContext(ctx, `SELECT position, attempts, next_attempt, last_error, updated_at
-		FROM delivery_cursors WHERE destination = ?`, destination).Scan(&c.Position, &c.Attempts, &next, &c.LastError, &updated)
-	if errors.Is(err, sql.ErrNoRows) {
-		return c, false, nil
-	}
-	if err != nil {
-		return c, false, internal(err)
-	}
-	c.NextAttempt, c.UpdatedAt = fromNullMicros(next), fromMicros(updated)
-	return c, true, nil
-}
-
 // SaveDeliveryCursor writes a cursor; its position never moves back.
 func (t *tx) SaveDeliveryCursor(ctx context.Context, c *climate.DeliveryCursor) error {
-	if err := t.writable(); err != nil {
+	if err := t.Writable(); err != nil {
 		return err
 	}
 	_, err := t.q.ExecContext(ctx, `INSERT INTO delivery_cursors (destination, position, attempts, next_attempt, last_error, updated_at)
@@ -81,11 +63,4 @@ func (t *tx) SaveDeliveryCursor(ctx context.Context, c *climate.DeliveryCursor) 
 	return internal(err)
 }
 
-// DeleteDeliveryCursor forgets a destination's cursor; none is not an error.
-func (t *tx) DeleteDeliveryCursor(ctx context.Context, destination string) error {
-	if err := t.writable(); err != nil {
-		return err
-	}
-	_, err := t.q.ExecContext(ctx, `DELETE FROM delivery_cursors WHERE destination = ?`, destination)
-	return internal(err)
-}
+// DeliveryCursor and DeleteDeliveryCursor are sqlcore's.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"climate"
+	"climate/sqlcore"
 	"climate/storetest"
 )
 
@@ -123,7 +124,7 @@ func TestQueryPlans(t *testing.T) {
 		"lease":       {LeaseID: "l1"},
 		"reservation": {ReservationID: "r1"},
 	} {
-		q, args := allocationQuery(f)
+		q, args := dialect.AllocationQuery(f)
 		plan := explain(t, s.r, q, args...)
 		if strings.Contains(plan, "SCAN allocations") {
 			t.Errorf("%s: allocations scanned:\n%s", name, plan)
@@ -136,13 +137,13 @@ func TestQueryPlans(t *testing.T) {
 		"next page":  {After: after, Limit: 500},
 		"project":    {ProjectID: "p1", After: after, Limit: 500},
 	} {
-		q, args := leaseQuery(f)
+		q, args := dialect.LeaseQuery(f)
 		plan := explain(t, s.r, q, args...)
 		if !strings.Contains(plan, "INDEX leases_") || strings.Contains(plan, "TEMP B-TREE") {
 			t.Errorf("lease %s: not read in index order:\n%s", name, plan)
 		}
 	}
-	due := explain(t, s.r, `SELECT id FROM events WHERE (status = 'UNDONE' AND time <= ?) OR (status = 'IN_PROGRESS' AND claimed_until <= ?)`+dueOrder, 1, 1)
+	due := explain(t, s.r, `SELECT id FROM events WHERE (status = 'UNDONE' AND time <= ?) OR (status = 'IN_PROGRESS' AND claimed_until <= ?)`+sqlcore.DueOrder, 1, 1)
 	if strings.Contains(due, "SCAN events") {
 		t.Errorf("due events: events scanned:\n%s", due)
 	}

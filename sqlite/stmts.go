@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"sync"
+
+	"climate/sqlcore"
 )
 
 // maxCachedStatements bounds a pool's statement cache: queries are a fixed set of texts,
@@ -127,3 +129,30 @@ func (c *conn) QueryRowContext(ctx context.Context, query string, args ...any) *
 	}
 	return c.tx.QueryRowContext(ctx, query, args...)
 }
+
+// conn is sqlcore's Querier too.
+
+func (c *conn) Query(ctx context.Context, query string, args ...any) (sqlcore.Rows, error) {
+	r, err := c.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return rows{r}, nil
+}
+
+func (c *conn) QueryRow(ctx context.Context, query string, args ...any) sqlcore.Row {
+	return c.QueryRowContext(ctx, query, args...)
+}
+
+func (c *conn) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	res, err := c.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// rows is sql.Rows as sqlcore.Rows, whose Close reports nothing (Err does).
+type rows struct{ *sql.Rows }
+
+func (r rows) Close() { r.Rows.Close() }
