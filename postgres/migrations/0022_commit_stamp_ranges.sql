@@ -25,6 +25,18 @@ LANGUAGE sql STABLE AS $$
     SELECT (pg_current_xact_id()::text::bigint & 4294967295) * 16777216
 $$;
 
+-- Takes n numbers of meta's counter for this transaction, under the commit-stamp lock,
+-- and returns the one before the first.
+CREATE FUNCTION take_stamps(counter text, n bigint) RETURNS bigint
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+DECLARE
+    base bigint;
+BEGIN
+    PERFORM pg_advisory_xact_lock(hashtextextended(current_schema() || '/commit-stamp', 0));
+    UPDATE meta SET value = value + n WHERE key = counter RETURNING value - n INTO base;
+    RETURN base;
+END $$;
+
 CREATE OR REPLACE FUNCTION log_allocation_change() RETURNS trigger
 LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 DECLARE
@@ -58,8 +70,7 @@ BEGIN
         RETURN NULL;
     END IF;
     off := provisional_base();
-    PERFORM pg_advisory_xact_lock(hashtextextended(current_schema() || '/commit-stamp', 0));
-    UPDATE meta SET value = value + n WHERE key = 'allocation_revision' RETURNING value - n INTO base;
+    base := take_stamps('allocation_revision', n);
     UPDATE allocation_log SET revision = base - revision - off
     WHERE revision BETWEEN -(off + n) AND -(off + 1);
     PERFORM set_config('climate.allocation_changes', '0', true);
@@ -92,8 +103,7 @@ BEGIN
         RETURN NULL;
     END IF;
     off := provisional_base();
-    PERFORM pg_advisory_xact_lock(hashtextextended(current_schema() || '/commit-stamp', 0));
-    UPDATE meta SET value = value + n WHERE key = 'outbox_position' RETURNING value - n INTO base;
+    base := take_stamps('outbox_position', n);
     UPDATE notifications SET position = base - position - off
     WHERE position BETWEEN -(off + n) AND -(off + 1);
     PERFORM set_config('climate.outbox_changes', '0', true);
