@@ -9,8 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,13 +20,7 @@ import (
 	"climate"
 	"climate/clock"
 	"climate/manager"
-)
-
-// The broker the tests use, as notify/amqp's tests.
-const (
-	amqpEnv         = "CLIMATE_TEST_AMQP"          // default amqp://guest:guest@127.0.0.1:5672/
-	amqpRequiredEnv = "CLIMATE_TEST_AMQP_REQUIRED" // 1: fail instead of skipping without a broker
-	amqpDefaultURL  = "amqp://guest:guest@127.0.0.1:5672/"
+	"climate/notify/amqp"
 )
 
 // failAfter bounds every wait for the listener: reaching it is a failure.
@@ -104,30 +96,6 @@ func TestParseNotification(t *testing.T) {
 			t.Errorf("%s: %+v; want host %q, down %v, ignored %v, malformed %v", c.name, s, c.host, c.down, c.ignored, c.malformed)
 		}
 	}
-}
-
-// amqpURL returns the test broker's URL, skipping the test when it is unreachable
-// (failing when CLIMATE_TEST_AMQP_REQUIRED=1).
-func amqpURL(t *testing.T) (url, addr string) {
-	t.Helper()
-	u := os.Getenv(amqpEnv)
-	if u == "" {
-		u = amqpDefaultURL
-	}
-	uri, err := amqp091.ParseURI(u)
-	if err != nil {
-		t.Fatalf("%s is not an AMQP URL", amqpEnv)
-	}
-	addr = net.JoinHostPort(uri.Host, strconv.Itoa(uri.Port))
-	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	if err != nil {
-		if os.Getenv(amqpRequiredEnv) == "1" {
-			t.Fatalf("RabbitMQ is not reachable at %s (%v), and %s=1 requires it", addr, err, amqpRequiredEnv)
-		}
-		t.Skipf("RabbitMQ tests need a broker at %s (%v); set %s to use another", addr, err, amqpEnv)
-	}
-	c.Close()
-	return u, addr
 }
 
 // proxy forwards TCP connections to the broker and can cut them all, as a broker
@@ -301,7 +269,7 @@ func newListening(t *testing.T) *listening {
 // newListeningWith is newListening with the listener's configuration changed by set.
 func newListeningWith(t *testing.T, set func(*ListenerConfig)) *listening {
 	t.Helper()
-	url, addr := amqpURL(t)
+	url, addr := amqp.TestURL(t)
 	e := &listening{d: newTestDriver(t, "c1", "c2"), log: &syncLog{}, ready: make(chan struct{}, 10), seen: make(chan Seen, 100), asked: make(chan bool, 100),
 		who: climate.Identity{UserID: "u", ProjectID: "proj", Roles: []string{"member"}}}
 	e.log.lines = make(chan string, 1000)
@@ -552,7 +520,7 @@ func TestListenerOnlyWhileLeading(t *testing.T) {
 // A broker that refuses the credentials is retried with backoff, and the log names the
 // broker without the password.
 func TestListenerBadCredentials(t *testing.T) {
-	url, _ := amqpURL(t)
+	url, _ := amqp.TestURL(t)
 	uri, _ := amqp091.ParseURI(url)
 	uri.Password = "not-the-password-s3cret"
 	d := newTestDriver(t)

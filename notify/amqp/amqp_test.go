@@ -29,39 +29,12 @@ import (
 
 // The broker the tests use, and how to require it.
 const (
-	urlEnv      = "CLIMATE_TEST_AMQP"          // default amqp://guest:guest@127.0.0.1:5672/
-	requiredEnv = "CLIMATE_TEST_AMQP_REQUIRED" // 1: fail instead of skipping without a broker
-	defaultURL  = "amqp://guest:guest@127.0.0.1:5672/"
-	python      = "/usr/bin/python3" // Debian's, with python3-oslo.messaging
+	python = "/usr/bin/python3" // Debian's, with python3-oslo.messaging
 )
 
 // failAfter bounds every wait for the broker or the listener: reaching it is a failure,
 // never part of a passing run.
 const failAfter = 60 * time.Second
-
-// brokerURL returns the test broker's URL, skipping the test when it is unreachable
-// (failing when CLIMATE_TEST_AMQP_REQUIRED=1).
-func brokerURL(t testing.TB) string {
-	t.Helper()
-	u := os.Getenv(urlEnv)
-	if u == "" {
-		u = defaultURL
-	}
-	uri, err := amqp091.ParseURI(u)
-	if err != nil {
-		t.Fatalf("%s is not an AMQP URL", urlEnv)
-	}
-	addr := net.JoinHostPort(uri.Host, strconv.Itoa(uri.Port))
-	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	if err != nil {
-		if os.Getenv(requiredEnv) == "1" {
-			t.Fatalf("RabbitMQ is not reachable at %s (%v), and %s=1 requires it", addr, err, requiredEnv)
-		}
-		t.Skipf("RabbitMQ tests need a broker at %s (%v); set %s to use another", addr, err, urlEnv)
-	}
-	c.Close()
-	return u
-}
 
 func randomName(t testing.TB) string {
 	var b [6]byte
@@ -82,7 +55,8 @@ type broker struct {
 
 func newBroker(t testing.TB) *broker {
 	t.Helper()
-	b := &broker{url: brokerURL(t), exchange: randomName(t), topic: randomName(t)}
+	url, _ := amqp.TestURL(t)
+	b := &broker{url: url, exchange: randomName(t), topic: randomName(t)}
 	var err error
 	if b.conn, err = amqp091.Dial(b.url); err != nil {
 		t.Fatalf("connect to the test broker: %v", err)
@@ -394,7 +368,7 @@ func TestWrongPassword(t *testing.T) {
 func TestOsloListener(t *testing.T) {
 	b := newBroker(t)
 	if err := exec.Command(python, "-c", "import oslo_messaging").Run(); err != nil {
-		if os.Getenv(requiredEnv) == "1" {
+		if os.Getenv(amqp.TestRequiredEnv) == "1" {
 			t.Fatalf("%s cannot import oslo_messaging (%v): install python3-oslo.messaging", python, err)
 		}
 		t.Skipf("%s cannot import oslo_messaging (%v): install python3-oslo.messaging", python, err)
