@@ -22,6 +22,16 @@
 //     taken in different orders by one transaction's successive reads may deadlock:
 //     PostgreSQL then aborts one, and Update returns climate.ErrConflictRetry, which the
 //     manager answers by planning again.
+//   - Leases. A write transaction's GetLease locks the lease's row to commit (FOR NO KEY
+//     UPDATE) before reading it, and a claim of due events first locks their leases' rows,
+//     in id order: every read-modify-write of one lease (the manager's update or deletion,
+//     each event's transitions, a claim) takes its turn, on whichever replica, and reads
+//     what the previous one committed. Without it, two replicas' engines handling one
+//     lease's start and before_end at the same instant each wrote back the lease as read,
+//     and the start's STARTING was lost. Most transactions lock resources, then leases,
+//     then projects; one that does otherwise (healing re-checks a lease's new hosts after
+//     locking the lease) risks PostgreSQL's deadlock abort, which Update returns as
+//     climate.ErrConflictRetry and healing answers by planning again.
 //   - Projects with limits. A write that reads a project's limits holds the project's
 //     advisory lock shared to commit; setting limits holds it alone, so limits never
 //     change under a charge that read them. When limits are checked, the charge folds the
@@ -107,11 +117,10 @@
 // # Reads, events, replicas
 //
 // View is a read-only REPEATABLE READ transaction: one snapshot, and writes fail. Due
-// events are claimed with FOR UPDATE SKIP LOCKED, which would be correct without the
-// writers' locks. A trigger NOTIFYs channel climate_events (payload: the schema) when an
-// UNDONE event is inserted or moved, and WatchEvents turns that into the engine's Wake,
-// so an engine sleeps until its next event yet hears of earlier ones committed by other
-// replicas. TryLead elects one replica for maintenance work (such as PruneAllocationLog)
+// events are claimed with FOR UPDATE SKIP LOCKED under their leases' locks. A trigger
+// NOTIFYs channel climate_events (payload: the schema) when an UNDONE event is inserted
+// or moved, and WatchEvents turns that into the engine's Wake, so an engine sleeps until
+// its next event yet hears of earlier ones committed by other replicas. TryLead elects one replica for maintenance work (such as PruneAllocationLog)
 // with a row that expires by the database's clock.
 //
 // Failure modes: a cancelled context rolls the transaction back (the connection may be

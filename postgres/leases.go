@@ -75,6 +75,20 @@ func queueEvent(b *pgx.Batch, leaseID string, e *climate.Event) {
 	b.Queue(insertEvent, dialect.AppendEventArgs(make([]any, 0, 7), leaseID, e)...).Exec(inserted("Event", e.ID))
 }
 
+// GetLease returns a lease with its children. In a write transaction it first locks the
+// lease's row to commit, so that changes of one lease (the manager's update, each event's
+// transitions, on any replica) take turns from their read to their commit: the read after
+// the lock sees the previous holder's commit, and nothing writes back a status or an
+// event it read before another's change (see doc.go).
+func (t *tx) GetLease(ctx context.Context, id string) (*climate.Lease, error) {
+	if t.Write {
+		if _, err := t.q.Exec(ctx, `SELECT 1 FROM leases WHERE id = $1 FOR NO KEY UPDATE`, id); err != nil {
+			return nil, dbError(err)
+		}
+	}
+	return t.Tx.GetLease(ctx, id)
+}
+
 // UpdateLease writes the lease row and syncs its children by id, writing only those that
 // changed (sqlcore.SyncLease). The writes go in one batch, in the order they are made:
 // one round trip after the read.

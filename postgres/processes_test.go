@@ -105,25 +105,7 @@ func TestUpdateWaitingForTheLockIsCancellable(t *testing.T) {
 			return tx.InsertLease(cctx, testLease("l", t0, t0.Add(time.Hour), "h1"))
 		})
 	}()
-	// waitFor polls until n of b's connections wait for a lock, as PostgreSQL reports it.
-	waitFor := func(n int, what string) {
-		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			var got int
-			if err := a.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-				WHERE application_name = $1 AND wait_event_type = 'Lock'`, app).Scan(&got); err != nil {
-				t.Fatal(err)
-			}
-			if got == n {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%d of b's connections wait for a lock; want %d (%s)", got, n, what)
-			}
-		}
-	}
-	waitFor(1, "b queued for h1's lock")
+	waitForLockWaiters(t, a, app, 1, "b queued for h1's lock")
 	cancel()
 	select {
 	case err := <-waited:
@@ -135,7 +117,7 @@ func TestUpdateWaitingForTheLockIsCancellable(t *testing.T) {
 	}
 	// The server ended the wait too (pgx cancels the statement of a connection it drops):
 	// b left the queue while a still holds the lock.
-	waitFor(0, "b's cancelled wait ended on the server")
+	waitForLockWaiters(t, a, app, 0, "b's cancelled wait ended on the server")
 	releaseHeld()
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -249,5 +231,148 @@ func TestQueuedWritersLeaveConnectionsForReads(t *testing.T) {
 	defer cancel()
 	if err := s.View(vctx, func(tx climate.Tx) error { _, err := tx.AllocationRevision(vctx); return err }); err != nil {
 		t.Fatalf("View while writers queue: %v", err)
+	}
+}
+
+// waitForLockWaiters polls through s until n connections of application app wait for a
+// lock, as PostgreSQL reports it.
+func waitForLockWaiters(t *testing.T, s *Store, app string, n int, what string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var got int
+		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE application_name = $1 AND wait_event_type = 'Lock'`, app).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections of %s wait for a lock; want %d (%s)", got, app, n, what)
+		}
+	}
+}
+
+// Two replicas changing one lease take turns from the read to the commit, so neither
+// writes back what it read before the other's commit: the engine of one starting the
+// lease (PENDING → STARTING) while the other's marks another event done keeps both. A
+// write transaction's GetLease locks the lease's row.
+func TestLeaseReadModifyWritesTakeTurns(t *testing.T) {
+	dsn := TestDSN(t)
+	app := "climate-lease-" + randomHex(4)
+	a, b := open(t, dsn), open(t, dsn+"&application_name="+app)
+	l := testLease("l", t0, t0.Add(time.Hour), "h1")
+	l.Events = append(l.Events, climate.Event{ID: "l-end", LeaseID: "l", Type: climate.EventEndLease, Time: t0.Add(time.Hour),
+		Status: climate.EventUndone, CreatedAt: t0})
+	insert(t, a, l)
+	holding, release := make(chan struct{}), make(chan struct{})
+	var releaseOnce sync.Once
+	releaseHeld := func() { releaseOnce.Do(func() { close(release) }) }
+	defer releaseHeld()
+	first := make(chan error, 1)
+	go func() {
+		first <- a.Update(ctx, func(tx climate.Tx) error {
+			l, err := tx.GetLease(ctx, "l")
+			if err != nil {
+				return err
+			}
+			l.Status = climate.LeaseStarting
+			if err := tx.UpdateLease(ctx, l); err != nil {
+				return err
+			}
+			close(holding)
+			<-release
+			return nil
+		})
+	}()
+	<-holding
+	second := make(chan error, 1)
+	go func() {
+		second <- b.Update(ctx, func(tx climate.Tx) error {
+			l, err := tx.GetLease(ctx, "l")
+			if err != nil {
+				return err
+			}
+			l.Event(climate.EventEndLease).Status = climate.EventDone
+			return tx.UpdateLease(ctx, l)
+		})
+	}()
+	waitForLockWaiters(t, a, app, 1, "b's read waits for a's change of the lease")
+	releaseHeld()
+	for _, done := range []chan error{first, second} {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := a.View(ctx, func(tx climate.Tx) error {
+		got, err := tx.GetLease(ctx, "l")
+		if err != nil {
+			return err
+		}
+		if got.Status != climate.LeaseStarting || got.Event(climate.EventEndLease).Status != climate.EventDone {
+			t.Errorf("the lease after both: %s, end event %s; want STARTING and DONE", got.Status, got.Event(climate.EventEndLease).Status)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A claim of a lease's due event waits for a writer holding the lease, so the writer
+// cannot write back the event as it read it, unclaimed, over the claim.
+func TestClaimsWaitForTheLeasesWriter(t *testing.T) {
+	dsn := TestDSN(t)
+	app := "climate-claim-" + randomHex(4)
+	a, b := open(t, dsn), open(t, dsn+"&application_name="+app)
+	insert(t, a, testLease("l", t0, t0.Add(time.Hour), "h1"))
+	holding, release := make(chan struct{}), make(chan struct{})
+	var releaseOnce sync.Once
+	releaseHeld := func() { releaseOnce.Do(func() { close(release) }) }
+	defer releaseHeld()
+	writer := make(chan error, 1)
+	go func() {
+		writer <- a.Update(ctx, func(tx climate.Tx) error {
+			l, err := tx.GetLease(ctx, "l")
+			if err != nil {
+				return err
+			}
+			close(holding)
+			<-release
+			l.Name = "renamed"
+			return tx.UpdateLease(ctx, l)
+		})
+	}()
+	<-holding
+	claimed := make(chan []climate.Event, 1)
+	go func() {
+		var got []climate.Event
+		err := b.Update(ctx, func(tx climate.Tx) (err error) {
+			got, err = tx.ClaimDueEvents(ctx, "b", t0, t0.Add(time.Minute), 10)
+			return err
+		})
+		if err != nil {
+			t.Error(err)
+		}
+		claimed <- got
+	}()
+	waitForLockWaiters(t, a, app, 1, "b's claim waits for a's writer of the lease")
+	releaseHeld()
+	if err := <-writer; err != nil {
+		t.Fatal(err)
+	}
+	if got := <-claimed; len(got) != 1 || got[0].ID != "l-start" {
+		t.Fatalf("claimed %+v, want l-start", got)
+	}
+	err := a.View(ctx, func(tx climate.Tx) error {
+		l, err := tx.GetLease(ctx, "l")
+		if err == nil && (l.Name != "renamed" || l.Events[0].Status != climate.EventInProgress || l.Events[0].ClaimedBy != "b") {
+			t.Errorf("the lease after both: %q, start event %s by %q; want renamed, IN_PROGRESS by b", l.Name, l.Events[0].Status, l.Events[0].ClaimedBy)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
