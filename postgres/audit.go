@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 
+	"github.com/jackc/pgx/v5"
+
 	"climate"
 	"climate/sqlcore"
 )
@@ -11,10 +13,12 @@ import (
 
 var insertAudit = sqlcore.Rebind(sqlcore.InsertAudit + ` RETURNING id`)
 
-// InsertAudit appends an entry to the audit trail and sets its id.
+// InsertAudit appends an entry to the audit trail. The insert is held back to go with
+// the transaction's next statement or its COMMIT (pipe.go), so e.ID is set by then.
 func (t *tx) InsertAudit(ctx context.Context, e *climate.AuditEntry) error {
 	if err := t.Writable(); err != nil {
 		return err
 	}
-	return dbError(t.q.QueryRow(ctx, insertAudit, dialect.AuditArgs(e)...).Scan(&e.ID))
+	t.p.hold(func(br pgx.BatchResults) error { return br.QueryRow().Scan(&e.ID) }, insertAudit, dialect.AuditArgs(e)...)
+	return nil
 }

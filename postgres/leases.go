@@ -146,6 +146,10 @@ func (t *tx) ListAllocations(ctx context.Context, f climate.AllocationFilter) ([
 	b := &pgx.Batch{}
 	b.Queue(lockResources, f.ResourceIDs, t.schema+"/")
 	b.Queue(rebinder.Rebind(q), args...)
+	// The inventory revision, which the manager reads next to notice a resource deleted
+	// meanwhile, comes in the same round trip, after the locks (InventoryRevision).
+	var inventory int64
+	b.Queue(inventoryRevisionQuery).QueryRow(func(r pgx.Row) error { return r.Scan(&inventory) })
 	br := t.q.SendBatch(ctx, b)
 	defer br.Close()
 	if _, err := br.Exec(); err != nil {
@@ -155,7 +159,45 @@ func (t *tx) ListAllocations(ctx context.Context, f climate.AllocationFilter) ([
 	if err != nil {
 		return nil, dbError(err)
 	}
-	return dialect.ScanAllocations(rows)
+	allocs, err := dialect.ScanAllocations(rows)
+	if err != nil {
+		return nil, err
+	}
+	if err := br.Close(); err != nil {
+		return nil, dbError(err)
+	}
+	t.inventory, t.inventoryAt = &inventory, t.p.sent
+	return allocs, nil
+}
+
+const inventoryRevisionQuery = `SELECT value FROM meta WHERE key = 'inventory_revision'`
+
+// InventoryRevision returns the inventory's change counter. Read right after a write
+// transaction's ListAllocations, it is the value that read with the resources' locks,
+// when nothing was sent since.
+func (t *tx) InventoryRevision(ctx context.Context) (int64, error) {
+	if t.inventory != nil && t.inventoryAt == t.p.sent {
+		return *t.inventory, nil
+	}
+	return t.Tx.InventoryRevision(ctx)
+}
+
+// AllocationRevision returns the allocation revision. A write transaction's changes get
+// their revisions at commit (doc.go), so it cannot see its own; it reads the revision
+// once, and reading again would only show what other transactions committed meanwhile,
+// which the manager's next catch-up reads anyway.
+func (t *tx) AllocationRevision(ctx context.Context) (int64, error) {
+	if t.p == nil {
+		return t.Tx.AllocationRevision(ctx)
+	}
+	if t.allocation == nil {
+		v, err := t.Tx.AllocationRevision(ctx)
+		if err != nil {
+			return 0, err
+		}
+		t.allocation = &v
+	}
+	return *t.allocation, nil
 }
 
 // lockResources takes a transaction-scoped advisory lock on each resource ($1), keyed by

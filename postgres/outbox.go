@@ -12,10 +12,11 @@ func (t *tx) AddNotification(ctx context.Context, n *climate.Notification) error
 	if err := t.Writable(); err != nil {
 		return err
 	}
-	_, err := t.q.Exec(ctx, `INSERT INTO notifications (id, event_type, lease_id, project_id, payload, error, created_at)
+	// Held back: it goes with the transaction's next statement or its COMMIT (pipe.go).
+	t.p.hold(nil, `INSERT INTO notifications (id, event_type, lease_id, project_id, payload, error, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7)`,
 		n.ID, n.EventType, n.LeaseID, n.ProjectID, n.Payload, n.Error, ts(n.CreatedAt))
-	return dbError(err)
+	return nil
 }
 
 // Notifications returns up to limit notifications after the given Seq, in Seq order.

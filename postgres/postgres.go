@@ -147,17 +147,29 @@ func (s *Store) write(ctx context.Context, fn func(*tx) error) error {
 	case <-ctx.Done():
 		return dbError(ctx.Err())
 	}
-	pgTx, err := s.pool.BeginTx(ctx, pgx.TxOptions{})
+	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return dbError(err)
 	}
-	defer rollback(ctx, pgTx)
-	if err := fn(newTx(pgTx, true, s.schema)); err != nil {
+	// A connection left mid-transaction (a failed rollback) is closed by Release, not
+	// pooled.
+	defer conn.Release()
+	p := newPipe(conn.Conn())
+	committed := false
+	defer func() {
+		if !committed {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			p.rollback(ctx)
+		}
+	}()
+	if err := fn(newWriteTx(p, s.schema)); err != nil {
 		return err
 	}
 	// Deferred constraints (the exclusion constraints) are checked here, and the
 	// allocation log's entries get their revisions.
-	return dbError(pgTx.Commit(ctx))
+	committed = true
+	return dbError(p.commit(ctx))
 }
 
 // rollback ends a transaction that was not committed. It runs even when ctx is cancelled,
@@ -172,12 +184,21 @@ func rollback(ctx context.Context, pgTx pgx.Tx) {
 // shared reads and writes, and this store's own where PostgreSQL differs.
 type tx struct {
 	sqlcore.Tx
-	q      pgx.Tx
+	q      queryer
+	p      *pipe  // a write transaction's, to hold statements back (pipe.go)
 	schema string // keys this installation's resource locks (lockResources)
+	// A write transaction's allocation revision, as first read; the inventory revision
+	// read with the chosen resources' locks, and the pipe's round trip it came in.
+	allocation, inventory *int64
+	inventoryAt          int
 }
 
 func newTx(pgTx pgx.Tx, write bool, schema string) *tx {
 	return &tx{Tx: sqlcore.Tx{Q: querier{pgTx}, D: dialect, Write: write}, q: pgTx, schema: schema}
+}
+
+func newWriteTx(p *pipe, schema string) *tx {
+	return &tx{Tx: sqlcore.Tx{Q: querier{p}, D: dialect, Write: true}, q: p, p: p, schema: schema}
 }
 
 var (
@@ -205,7 +226,7 @@ var dialect = &sqlcore.Dialect{
 var rebinder sqlcore.Rebinder
 
 // querier runs sqlcore's queries in a pgx transaction.
-type querier struct{ tx pgx.Tx }
+type querier struct{ tx queryer }
 
 func (q querier) Query(ctx context.Context, query string, args ...any) (sqlcore.Rows, error) {
 	rows, err := q.tx.Query(ctx, rebinder.Rebind(query), args...)

@@ -11,21 +11,21 @@ import (
 
 // ListUsage is sqlcore's.
 
-// PutUsage inserts or replaces usage records, in one round trip.
+// PutUsage inserts or replaces usage records, held back to go with the transaction's next
+// statement or its COMMIT (pipe.go).
 func (t *tx) PutUsage(ctx context.Context, rs []climate.UsageRecord) error {
 	if err := t.Writable(); err != nil {
 		return err
 	}
-	b := &pgx.Batch{}
 	for i := range rs {
-		b.Queue(`INSERT INTO usage_records (`+sqlcore.UsageColumns+`)
+		t.p.hold(nil, `INSERT INTO usage_records (`+sqlcore.UsageColumns+`)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
 			ON CONFLICT (lease_id, reservation_id, allocation_id) DO UPDATE SET lease_name = excluded.lease_name, start_at = excluded.start_at,
 				end_at = excluded.end_at, held_from = excluded.held_from, held_until = excluded.held_until, rate = excluded.rate,
 				cost = excluded.cost, closed = excluded.closed, updated_at = excluded.updated_at`,
 			dialect.AppendUsageArgs(make([]any, 0, 18), &rs[i])...)
 	}
-	return dbError(t.q.SendBatch(ctx, b).Close())
+	return nil
 }
 
 // ChargeProject adds d to the project's totals. With totals it folds the project's
@@ -37,10 +37,10 @@ func (t *tx) ChargeProject(ctx context.Context, project string, d climate.Projec
 	if err := t.Writable(); err != nil {
 		return c, err
 	}
-	if !totals {
-		_, err := t.q.Exec(ctx, `INSERT INTO project_charge_deltas (project_id, `+sqlcore.ChargeColumns+`) VALUES ($1, $2, $3, $4, $5, $6)`,
+	if !totals { // held back, as PutUsage
+		t.p.hold(nil, `INSERT INTO project_charge_deltas (project_id, `+sqlcore.ChargeColumns+`) VALUES ($1, $2, $3, $4, $5, $6)`,
 			sqlcore.ChargeArgs(project, d)...)
-		return c, dbError(err)
+		return c, nil
 	}
 	err := t.q.QueryRow(ctx, `WITH folded AS (
 			DELETE FROM project_charge_deltas WHERE project_id = $1 RETURNING `+sqlcore.ChargeColumns+`)
