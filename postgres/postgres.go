@@ -190,7 +190,7 @@ type tx struct {
 	// A write transaction's allocation revision, as first read; the inventory revision
 	// read with the chosen resources' locks, and the pipe's round trip it came in.
 	allocation, inventory *int64
-	inventoryAt          int
+	inventoryAt           int
 }
 
 func newTx(pgTx pgx.Tx, write bool, schema string) *tx {
