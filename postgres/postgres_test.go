@@ -75,3 +75,47 @@ func TestNULCharactersAreInvalid(t *testing.T) {
 		t.Errorf("InsertLease with a NUL in the name: %v (code %s); want invalid", err, climate.ErrorCode(err))
 	}
 }
+
+// A write held back by the pipe (an audit entry) goes with the transaction's next
+// statement: its error comes back from that statement, and nothing of the transaction
+// is written. Without a next statement, COMMIT carries it, and its id is set by then.
+func TestHeldWritesGoWithTheNextStatement(t *testing.T) {
+	s := open(t, TestDSN(t))
+	bad := &climate.AuditEntry{Time: t0, Actor: climate.AuditActorUser, Action: "lease.create", TargetType: "lease", TargetID: "l", Reason: "a\x00b"}
+	var readErr error
+	err := s.Update(ctx, func(tx climate.Tx) error {
+		if err := tx.InsertLease(ctx, testLease("l", t0, t0.Add(time.Hour), "h1")); err != nil {
+			return err
+		}
+		if err := tx.InsertAudit(ctx, bad); err != nil {
+			t.Fatalf("InsertAudit, held back: %v", err)
+		}
+		_, readErr = tx.GetLease(ctx, "l")
+		return readErr
+	})
+	if climate.ErrorCode(readErr) != climate.CodeInvalid || climate.ErrorCode(err) != climate.CodeInvalid {
+		t.Errorf("the read after a held audit entry with a NUL: %v; Update: %v; want both invalid", readErr, err)
+	}
+	err = s.View(ctx, func(tx climate.Tx) error {
+		_, err := tx.GetLease(ctx, "l")
+		return err
+	})
+	if climate.ErrorCode(err) != climate.CodeNotFound {
+		t.Errorf("the lease of the failed transaction: %v; want not found", err)
+	}
+
+	good := &climate.AuditEntry{Time: t0, Actor: climate.AuditActorUser, Action: "lease.create", TargetType: "lease", TargetID: "l"}
+	if err := s.Update(ctx, func(tx climate.Tx) error { return tx.InsertAudit(ctx, good) }); err != nil {
+		t.Fatal(err)
+	}
+	var listed []climate.AuditEntry
+	if err := s.View(ctx, func(tx climate.Tx) (err error) {
+		listed, err = tx.ListAudit(ctx, climate.AuditFilter{})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if good.ID == 0 || len(listed) != 1 || listed[0].ID != good.ID {
+		t.Errorf("audit entry sent with COMMIT: id %d, listed %+v", good.ID, listed)
+	}
+}
