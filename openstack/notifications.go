@@ -13,7 +13,7 @@ import (
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
 	"climate"
-	"climate/notify/amqp"
+	"climate/amqpurl"
 )
 
 // Defaults of ListenerConfig's fields.
@@ -110,7 +110,7 @@ func NewListener(m *Monitor, cfg ListenerConfig) (*Listener, error) {
 	if strings.Contains(cfg.URL, ",") {
 		return nil, errors.New("amqp: one broker only (oslo's transport_url may list several, separated by commas: give one)")
 	}
-	addr, password, err := amqp.CheckURL(cfg.URL)
+	addr, password, err := amqpurl.Check(cfg.URL)
 	if err != nil {
 		return nil, err
 	}

@@ -67,8 +67,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -76,6 +74,7 @@ import (
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
 	"climate"
+	"climate/amqpurl"
 )
 
 // Defaults of Config's fields.
@@ -142,7 +141,7 @@ var ErrClosed = errors.New("amqp: destination closed")
 
 // New checks cfg and returns the destination; it connects at the first Deliver.
 func New(cfg Config) (*Destination, error) {
-	addr, password, err := checkURL(cfg.URL)
+	addr, password, err := amqpurl.Check(cfg.URL)
 	if err != nil {
 		return nil, err
 	}
@@ -169,46 +168,6 @@ func New(cfg Config) (*Destination, error) {
 	}
 	return &Destination{cfg: cfg, url: cfg.URL, addr: addr, password: password,
 		routingKey: cfg.Topic + ".info"}, nil
-}
-
-// CheckURL validates an AMQP URL and returns it without its password (for logs and
-// errors: scheme://user@host:port/vhost), and the password (to scrub from the library's
-// errors). No error repeats the URL: it may hold the password.
-func CheckURL(raw string) (addr, password string, err error) { return checkURL(raw) }
-
-func checkURL(raw string) (addr, password string, err error) {
-	if raw == "" {
-		return "", "", errors.New("amqp: no URL (amqp://user:password@host:5672/vhost)")
-	}
-	if strings.ContainsAny(raw, " \t\r\n") {
-		return "", "", errors.New("amqp: the URL contains white space")
-	}
-	u, perr := url.Parse(raw)
-	if perr != nil {
-		// url.Error quotes the whole URL, password included: say what is wrong without it.
-		return "", "", errors.New("amqp: the URL does not parse (percent-encode reserved characters such as @ : / ? # in the user name or password)")
-	}
-	if u.Scheme != "amqp" && u.Scheme != "amqps" {
-		return "", "", fmt.Errorf("amqp: the URL's scheme is %q; want amqp or amqps", u.Scheme)
-	}
-	if u.Hostname() == "" {
-		return "", "", errors.New("amqp: the URL names no host")
-	}
-	uri, perr := amqp091.ParseURI(raw)
-	if perr != nil {
-		return "", "", errors.New("amqp: the URL is not a valid AMQP URI (port, vhost or query)")
-	}
-	if uri.Port < 1 || uri.Port > 65535 {
-		return "", "", fmt.Errorf("amqp: the URL's port %d is out of range", uri.Port)
-	}
-	password, _ = u.User.Password()
-	user := url.User(uri.Username)
-	redacted := url.URL{Scheme: uri.Scheme, User: user,
-		Host: net.JoinHostPort(uri.Host, strconv.Itoa(uri.Port)), Path: "/" + uri.Vhost}
-	if uri.Vhost == "/" {
-		redacted.Path = "/"
-	}
-	return redacted.String(), password, nil
 }
 
 // Name is the destination's cursor name, "amqp".
