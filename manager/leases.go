@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -446,8 +447,26 @@ func missing(want, got []string) []string {
 }
 
 // UpdateLease changes a lease's name, dates, before_end date or reservations, following
-// Blazar's rules, and re-plans its hosts over the new window.
+// Blazar's rules, and re-plans its hosts over the new window. An event of the lease that
+// fires while the update is planned (its status or an event's moved) makes the update
+// start again from the lease as it is then, a few times before it gives up with a 409.
 func (m *Manager) UpdateLease(ctx context.Context, who climate.Identity, id string, u climate.LeaseUpdate) (*climate.Lease, error) {
+	for attempt := 1; ; attempt++ {
+		l, err := m.updateLease(ctx, who, id, u)
+		if !errors.Is(err, errChangedMeanwhile) || attempt == updateAttempts {
+			return l, err
+		}
+	}
+}
+
+// updateAttempts bounds how often an update starts again after its lease changed.
+const updateAttempts = 3
+
+// errChangedMeanwhile marks the conflict of an update whose lease changed status, or saw
+// an event fire, between its read and its write.
+var errChangedMeanwhile = errors.New("the lease changed while it was being updated")
+
+func (m *Manager) updateLease(ctx context.Context, who climate.Identity, id string, u climate.LeaseUpdate) (*climate.Lease, error) {
 	if err := m.allow(who, "blazar:leases:put", who.OwnTarget()); err != nil {
 		return nil, err
 	}
@@ -641,7 +660,8 @@ func (m *Manager) commitUpdate(ctx context.Context, who climate.Identity, r rule
 			return err
 		}
 		if !sameProgress(now, cur) {
-			return climate.Errorf(climate.CodeConflict, "Lease %s changed status (now %s) while it was being updated; try again", l.ID, now.Status)
+			return &climate.Error{Code: climate.CodeConflict, Err: errChangedMeanwhile,
+				Message: fmt.Sprintf("Lease %s changed status (now %s) while it was being updated, %d times in a row; try again", l.ID, now.Status, updateAttempts)}
 		}
 		if err := tx.UpdateLease(ctx, l); err != nil {
 			return err

@@ -383,3 +383,72 @@ func TestIndexFollowsOtherWriters(t *testing.T) {
 	addHosts(t, a, 1, map[string]string{"gpu": "true"})
 	create(t, b, bob, time.Hour, 2*time.Hour, hostReq(1, 1, `["==", "$gpu", "true"]`))
 }
+
+// firingStore changes a lease's first event (UNDONE to DONE, as the engine would, or
+// back) just before each of its next fires Updates begin, between an update's read and
+// its write.
+type firingStore struct {
+	climate.Store
+	lease string
+	fires int
+}
+
+func (s *firingStore) Update(ctx context.Context, fn func(climate.Tx) error) error {
+	if s.fires > 0 {
+		s.fires--
+		err := s.Store.Update(ctx, func(tx climate.Tx) error {
+			l, err := tx.GetLease(ctx, s.lease)
+			if err != nil {
+				return err
+			}
+			e := &l.Events[0]
+			if e.Status == climate.EventUndone {
+				e.Status = climate.EventDone
+			} else {
+				e.Status = climate.EventUndone
+			}
+			return tx.UpdateLease(ctx, l)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return s.Store.Update(ctx, fn)
+}
+
+// An update whose lease saw an event fire between its read and its write starts again
+// from the lease as it is then; only when that keeps happening does the client get a 409.
+func TestUpdateStartsAgainWhenAnEventFires(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, t.TempDir()+"/climate.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	fs := &firingStore{Store: st}
+	m := manager.New(fs, clock.NewFake(t0), manager.Config{BeforeEnd: manager.DefaultBeforeEnd})
+	addHosts(t, m, 1, nil)
+	l := create(t, m, alice, time.Hour, 5*time.Hour, hostReq(1, 1, ""))
+	fs.lease, fs.fires = l.ID, 1
+	u, err := m.UpdateLease(ctx, alice, l.ID, climate.LeaseUpdate{Name: ptr("renamed")})
+	if err != nil {
+		t.Fatalf("update with an event fired once meanwhile: %v; want it done on the second try", err)
+	}
+	if u.Name != "renamed" {
+		t.Errorf("name after the update: %q", u.Name)
+	}
+	done := 0
+	for _, e := range u.Events {
+		if e.Status == climate.EventDone {
+			done++
+		}
+	}
+	if done != 1 {
+		t.Errorf("the update wrote back the event it read: %d events DONE, want the 1 fired", done)
+	}
+	fs.fires = 100
+	_, err = m.UpdateLease(ctx, alice, l.ID, climate.LeaseUpdate{Name: ptr("again")})
+	if climate.ErrorCode(err) != climate.CodeConflict || !strings.Contains(err.Error(), "3 times in a row; try again") {
+		t.Errorf("update whose lease changes at every try: %v; want a 409 after 3", err)
+	}
+}
