@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -84,6 +85,10 @@ type Engine struct {
 	instance string // this run's name on its claims
 	released bool   // Sole: the dead runs' claims were handed back
 	running  atomic.Bool
+	// While Run sleeps: until when (zero: until woken), so that WakeFor can let it sleep.
+	sleepMu  sync.Mutex
+	sleeping bool
+	until    time.Time
 }
 
 // New returns an engine; call Run to start it.
@@ -106,6 +111,19 @@ func (e *Engine) Wake() {
 	select {
 	case e.wake <- struct{}{}:
 	default:
+	}
+}
+
+// WakeFor is Wake for a commit whose earliest new or moved event is due at t (zero: not
+// known). An engine asleep until before t sleeps on: its timer comes first, and its next
+// look at the store sees the event. Lease creations, whose events are mostly hours away,
+// then cost the engine nothing.
+func (e *Engine) WakeFor(t time.Time) {
+	e.sleepMu.Lock()
+	asleep := e.sleeping && !t.IsZero() && !e.until.IsZero() && !t.Before(e.until)
+	e.sleepMu.Unlock()
+	if !asleep {
+		e.Wake()
 	}
 }
 
@@ -146,11 +164,20 @@ type wakeAt struct {
 // sleep waits for d (forever when !ok), a wake-up, or ctx; it reports false on ctx done.
 func (e *Engine) sleep(ctx context.Context, d time.Duration, ok bool) bool {
 	var timerC <-chan time.Time
+	var until time.Time
 	if ok {
 		t := e.clock.NewTimer(d)
 		defer t.Stop()
-		timerC = t.C()
+		timerC, until = t.C(), e.clock.Now().Add(d)
 	}
+	e.sleepMu.Lock()
+	e.sleeping, e.until = true, until
+	e.sleepMu.Unlock()
+	defer func() {
+		e.sleepMu.Lock()
+		e.sleeping = false
+		e.sleepMu.Unlock()
+	}()
 	select {
 	case <-ctx.Done():
 		return false

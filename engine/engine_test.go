@@ -47,9 +47,9 @@ func newHarness(t *testing.T, actions engine.Actions, opts ...func(*manager.Conf
 	t.Cleanup(func() { st.Close() })
 	h := &harness{t: t, store: st, clock: clock.NewFake(t0), reports: make(chan engine.Report, 100),
 		admin: climate.Identity{UserID: "u", ProjectID: "p", Roles: []string{"admin"}}, actions: actions}
-	h.cfg = manager.Config{BeforeEnd: 30 * time.Minute, EventsChanged: func() {
+	h.cfg = manager.Config{BeforeEnd: 30 * time.Minute, EventsChanged: func(due time.Time) {
 		if h.eng != nil {
-			h.eng.Wake()
+			h.eng.WakeFor(due)
 		}
 	}}
 	for _, o := range opts {

@@ -39,7 +39,7 @@ func BenchmarkStartLateness(b *testing.B) {
 				}
 			},
 		})
-		mgr := manager.New(st, clk, manager.Config{EventsChanged: eng.Wake})
+		mgr := manager.New(st, clk, manager.Config{EventsChanged: eng.WakeFor})
 		ctx, cancel := context.WithCancel(context.Background())
 		stopped := make(chan struct{})
 		go func() { defer close(stopped); _ = eng.Run(ctx) }()

@@ -116,7 +116,10 @@ func startLatenessPostgres(b *testing.B, engines, n int, span time.Duration) []t
 			},
 		})
 		go func() { _ = eng.Run(runCtx); stopped <- struct{}{} }()
-		go func() { _ = est.WatchEvents(runCtx, eng.Wake); stopped <- struct{}{} }()
+		go func() {
+			_ = est.WatchEvents(runCtx, func(c postgres.Change) { eng.WakeFor(c.Due) })
+			stopped <- struct{}{}
+		}()
 	}
 
 	conn, err := pgx.Connect(ctx, dsn)

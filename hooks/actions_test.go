@@ -42,9 +42,9 @@ func newWorld(t *testing.T, hosts ...string) *world {
 	}
 	t.Cleanup(func() { st.Close() })
 	w := &world{t: t, store: st, clock: clock.NewFake(t0)}
-	w.mgr = manager.New(st, w.clock, manager.Config{EventsChanged: func() {
+	w.mgr = manager.New(st, w.clock, manager.Config{EventsChanged: func(due time.Time) {
 		if w.eng != nil {
-			w.eng.Wake()
+			w.eng.WakeFor(due)
 		}
 	}})
 	for _, name := range hosts {

@@ -183,7 +183,7 @@ func (m *Manager) CreateLease(ctx context.Context, who climate.Identity, req cli
 	if req.DryRun {
 		return l, nil
 	}
-	m.eventsChanged()
+	m.eventsChanged(l)
 	m.notified()
 	return l, nil
 }
@@ -341,6 +341,9 @@ func (m *Manager) planAndCommit(ctx context.Context, l, prev *climate.Lease, opt
 		}, func() []climate.Allocation { return append(allocationsOf(prev), cutRemoved...) },
 			func() []climate.Allocation { return append(allocationsOf(l), cutAdded...) })
 		done()
+		if err == nil && len(cutLeases) > 0 {
+			m.eventsChanged(nil) // the leases cut got earlier events (a preemption notice, their end)
+		}
 		if !errors.Is(err, climate.ErrConflictRetry) {
 			return err
 		}
@@ -683,7 +686,7 @@ func (m *Manager) commitUpdate(ctx context.Context, who climate.Identity, r rule
 	if err != nil {
 		return err
 	}
-	m.eventsChanged()
+	m.eventsChanged(l)
 	m.WakeRetries() // what it held may let a waiting lease in
 	m.notified()
 	return nil
@@ -721,7 +724,7 @@ func (m *Manager) DeleteLease(ctx context.Context, who climate.Identity, id stri
 		return err
 	}
 	m.deleteTrust(deleted)
-	m.eventsChanged()
+	m.eventsChanged(nil)
 	m.WakeRetries() // what it held may let a waiting lease in
 	m.notified()
 	return nil

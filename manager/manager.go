@@ -77,9 +77,10 @@ type Config struct {
 	// least this (and the cleaning time) away, and a preemptible lease holds each host at
 	// least this long.
 	PreemptionNotice time.Duration
-	// EventsChanged, when set, is called after a commit that added or moved events, so the
-	// engine can wake up before its timer if an event is now due earlier.
-	EventsChanged func()
+	// EventsChanged, when set, is called after a commit that added or moved events, with
+	// the earliest of them still to fire (zero when not known), so the engine can wake up
+	// before its timer if an event is now due earlier (engine.Engine.WakeFor).
+	EventsChanged func(earliest time.Time)
 	// Notified, when set, is called after a commit that wrote notifications to the outbox,
 	// so the delivery worker sends them at once.
 	Notified func()
@@ -152,10 +153,19 @@ func leaseTarget(l *climate.Lease) climate.Target {
 // now returns the current time at the store's precision.
 func (m *Manager) now() time.Time { return m.clock.Now().UTC().Truncate(time.Microsecond) }
 
-func (m *Manager) eventsChanged() {
-	if m.cfg.EventsChanged != nil {
-		m.cfg.EventsChanged()
+func (m *Manager) eventsChanged(l *climate.Lease) {
+	if m.cfg.EventsChanged == nil {
+		return
 	}
+	var earliest time.Time
+	if l != nil {
+		for _, e := range l.Events {
+			if e.Status == climate.EventUndone && (earliest.IsZero() || e.Time.Before(earliest)) {
+				earliest = e.Time
+			}
+		}
+	}
+	m.cfg.EventsChanged(earliest)
 }
 
 // notified runs Notified after a commit that wrote a notification.

@@ -231,7 +231,7 @@ func (m *Manager) RetryWaiting(ctx context.Context) (int, error) {
 		m.cfg.Log.Warn("counting the re-plans of waiting leases", "err", err)
 	}
 	if booked > 0 || gaveUp > 0 {
-		m.eventsChanged()
+		m.eventsChanged(nil)
 		m.notified()
 	}
 	return booked, nil

@@ -81,9 +81,9 @@ func TestLateEventLandsInItsLatenessBucket(t *testing.T) {
 	m := metrics.New()
 	reports := make(chan engine.Report, 10)
 	var eng *engine.Engine
-	mgr := manager.New(st, clk, manager.Config{Observer: m, EventsChanged: func() {
+	mgr := manager.New(st, clk, manager.Config{Observer: m, EventsChanged: func(due time.Time) {
 		if eng != nil {
-			eng.Wake()
+			eng.WakeFor(due)
 		}
 	}})
 	ctx := context.Background()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -22,6 +23,9 @@ type Store struct {
 	// writers admits the pool's connections but readConns to Updates, so writers waiting
 	// for a lock never take every connection away from Views.
 	writers chan struct{}
+	// own holds the server process ids of the pool's connections: WatchEvents passes over
+	// what they notify, which this process was told of as it committed.
+	own sync.Map
 }
 
 var _ climate.Store = (*Store)(nil)
@@ -35,11 +39,17 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	s := &Store{schema: schema, writers: make(chan struct{}, max(1, int(cfg.MaxConns)-readConns))}
+	cfg.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
+		s.own.Store(c.PgConn().PID(), struct{}{})
+		return nil
+	}
+	cfg.BeforeClose = func(c *pgx.Conn) { s.own.Delete(c.PgConn().PID()) }
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	s := &Store{pool: pool, schema: schema, writers: make(chan struct{}, max(1, int(cfg.MaxConns)-readConns))}
+	s.pool = pool
 	if s.schema == "" {
 		// No search_path given: the server's default decides, as for any client.
 		var cur *string

@@ -21,7 +21,7 @@ func watch(t *testing.T, s *Store) *watcher {
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
-		done <- s.WatchEvents(wctx, func() {
+		done <- s.WatchEvents(wctx, func(Change) {
 			w.wakes.Add(1)
 			w.woken <- struct{}{}
 		})
@@ -83,4 +83,45 @@ func TestWatchEventsWakesOnOtherStoresCommits(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.wait(t, "an event moved")
+}
+
+// A committed event's notification says when it is due; an outbox write's says so. What
+// the watching store commits itself is passed over (its callers were woken as they
+// committed).
+func TestWatchEventsSaysWhatChanged(t *testing.T) {
+	dsn := TestDSN(t)
+	s, other := open(t, dsn), open(t, dsn)
+	changes := make(chan Change, 100)
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- s.WatchEvents(wctx, func(c Change) { changes <- c }) }()
+	t.Cleanup(func() { cancel(); <-done })
+	next := func(what string) Change {
+		t.Helper()
+		select {
+		case c := <-changes:
+			return c
+		case <-time.After(30 * time.Second): // bounds a broken test only
+			t.Fatalf("no notification after %s", what)
+			return Change{}
+		}
+	}
+	if c := next("listening"); c != (Change{}) {
+		t.Fatalf("after LISTEN: %+v, want the zero Change (anything may have been missed)", c)
+	}
+	// Notifications arrive in commit order: had s's own been passed on, it would come first.
+	insert(t, s, testLease("mine", t0.Add(time.Hour), t0.Add(2*time.Hour), "h2"))
+	insert(t, other, testLease("l", t0, t0.Add(time.Hour), "h1"))
+	if c := next("a lease's start event"); !c.Due.Equal(t0) || c.Outbox {
+		t.Errorf("the start event's notification: %+v, want due %s (the other store's lease)", c, t0)
+	}
+	err := other.Update(ctx, func(tx climate.Tx) error {
+		return tx.AddNotification(ctx, &climate.Notification{ID: "n", EventType: "lease.create", LeaseID: "l", Payload: []byte(`{}`), CreatedAt: t0})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := next("an outbox write"); !c.Outbox {
+		t.Errorf("the outbox's notification: %+v, want Outbox", c)
+	}
 }

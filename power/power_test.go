@@ -84,7 +84,7 @@ func newWorld(t *testing.T, hosts ...string) *world {
 	}
 	t.Cleanup(func() { st.Close() })
 	w := &world{t: t, store: st, clock: clock.NewFake(t0), sw: &switches{fail: map[string]bool{}}, ids: map[string]string{}, names: map[string]string{}}
-	w.mgr = manager.New(st, w.clock, manager.Config{EventsChanged: func() {
+	w.mgr = manager.New(st, w.clock, manager.Config{EventsChanged: func(time.Time) {
 		if w.pm != nil {
 			w.pm.Wake()
 		}

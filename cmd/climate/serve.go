@@ -501,9 +501,9 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 		Cleaning:         o.cleaning,
 		PreemptionNotice: o.preemptNotice,
 		Enforcement:      o.enforcement,
-		EventsChanged: func() {
+		EventsChanged: func(due time.Time) {
 			if eng != nil {
-				eng.Wake()
+				eng.WakeFor(due)
 			}
 			acts.wake()
 		},
@@ -531,7 +531,13 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_ = pg.WatchEvents(ctx, func() { eng.Wake(); notified(); acts.wake() }) // nil once ctx is done
+				_ = pg.WatchEvents(ctx, func(c postgres.Change) { // nil once ctx is done
+					if !c.Outbox {
+						eng.WakeFor(c.Due)
+					}
+					notified()
+					acts.wake()
+				}) // nil once ctx is done
 			}()
 		}
 	}

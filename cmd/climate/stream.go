@@ -42,6 +42,6 @@ func runHub(ctx context.Context, wg *sync.WaitGroup, hub *stream.Hub, pg *postgr
 	go func() { defer wg.Done(); _ = hub.Run(ctx) }()
 	if pg != nil && !engineListens {
 		wg.Add(1)
-		go func() { defer wg.Done(); _ = pg.WatchEvents(ctx, hub.Wake) }()
+		go func() { defer wg.Done(); _ = pg.WatchEvents(ctx, func(postgres.Change) { hub.Wake() }) }()
 	}
 }
