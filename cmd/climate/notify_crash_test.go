@@ -35,10 +35,19 @@ func delivered(logs ...*bench.CappedBuffer) []map[string]int {
 	return out
 }
 
-// outboxProgress reads, through q, the outbox's last Seq and how far destination has got.
-func outboxProgress(t *testing.T, q func(query string, dest ...any) error, destination string) (last, position int64) {
+// outbox reads a store's outbox and delivery cursors for the tests.
+type outbox struct {
+	q func(query string, dest ...any) error
+	// order is the notifications' column that delivery cursors count in: seq on SQLite,
+	// position on PostgreSQL, where seq is taken at insert (a rolled-back creation leaves
+	// a gap) and position at commit.
+	order string
+}
+
+// outboxProgress reads, through o, the outbox's last position and how far destination has got.
+func outboxProgress(t *testing.T, o outbox, destination string) (last, position int64) {
 	t.Helper()
-	if err := q(`SELECT coalesce(max(seq), 0), coalesce((SELECT position FROM delivery_cursors WHERE destination = '`+destination+`'), 0) FROM notifications`, &last, &position); err != nil {
+	if err := o.q(`SELECT coalesce(max(`+o.order+`), 0), coalesce((SELECT position FROM delivery_cursors WHERE destination = '`+destination+`'), 0) FROM notifications`, &last, &position); err != nil {
 		t.Fatal(err)
 	}
 	return last, position
@@ -92,7 +101,7 @@ func TestKilledServerDeliversCommittedNotifications(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	query := func(q string, dest ...any) error { return db.QueryRow(q).Scan(dest...) }
+	query := outbox{func(q string, dest ...any) error { return db.QueryRow(q).Scan(dest...) }, "seq"}
 
 	// Create leases from 4 clients in the background; freeze the server once the outbox
 	// is ahead of the webhook (the freeze makes what it sees the state it dies with), then
@@ -172,7 +181,7 @@ func TestKilledServerDeliversCommittedNotifications(t *testing.T) {
 // freezeBehind waits until the outbox is ahead of destination, then stops srv (SIGSTOP)
 // with it behind, and returns the outbox's last Seq and the destination's position as srv
 // left them: what it dies with when the caller kills it.
-func freezeBehind(t *testing.T, srv *bench.Server, query func(string, ...any) error, destination string) (last, position int64) {
+func freezeBehind(t *testing.T, srv *bench.Server, query outbox, destination string) (last, position int64) {
 	t.Helper()
 	for deadline := time.Now().Add(time.Minute); ; {
 		if last, position = outboxProgress(t, query, destination); last > position+5 {
@@ -199,7 +208,7 @@ func freezeBehind(t *testing.T, srv *bench.Server, query func(string, ...any) er
 
 // waitDelivered waits until destination has been delivered the whole outbox, and returns
 // its last Seq.
-func waitDelivered(t *testing.T, query func(string, ...any) error, destination string, within time.Duration) int64 {
+func waitDelivered(t *testing.T, query outbox, destination string, within time.Duration) int64 {
 	t.Helper()
 	for deadline := time.Now().Add(within); ; {
 		final, pos := outboxProgress(t, query, destination)
@@ -260,7 +269,7 @@ func TestReplicasDeliverEachNotificationOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	query := func(q string, dest ...any) error { return conn.QueryRow(ctx, q).Scan(dest...) }
+	query := outbox{func(q string, dest ...any) error { return conn.QueryRow(ctx, q).Scan(dest...) }, "position"}
 	for deadline := time.Now().Add(time.Minute); ; {
 		last, pos := outboxProgress(t, query, "log")
 		if last == nLeases && pos == last {
@@ -357,7 +366,7 @@ func TestReplicaTakesOverDelivery(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	query := func(q string, dest ...any) error { return conn.QueryRow(ctx, q).Scan(dest...) }
+	query := outbox{func(q string, dest ...any) error { return conn.QueryRow(ctx, q).Scan(dest...) }, "position"}
 
 	// The webhook's receiver holds what comes next, so notifications pile up undelivered.
 	hook.waitFor(t, 1, time.Minute)
