@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -36,14 +37,43 @@ func (t *tx) InsertLease(ctx context.Context, l *climate.Lease) error {
 	for i := range l.Reservations {
 		r := &l.Reservations[i]
 		queueReservation(b, l.ID, r)
+		// A reservation's allocations in one statement, its lease's events in another:
+		// a statement costs PostgreSQL about as much as a row.
+		args := make([]any, 0, 11*len(r.Allocations))
 		for j := range r.Allocations {
-			queueAllocation(b, l.ID, r.ID, &r.Allocations[j])
+			args = dialect.AppendAllocationArgs(args, l.ID, r.ID, &r.Allocations[j])
 		}
+		queueRows(b, `INSERT INTO allocations (`+sqlcore.AllocationColumns+`)`, ` ON CONFLICT (id) DO NOTHING`, 11, args,
+			"An allocation of reservation "+r.ID)
 	}
+	args := make([]any, 0, 7*len(l.Events))
 	for i := range l.Events {
-		queueEvent(b, l.ID, &l.Events[i])
+		args = dialect.AppendEventArgs(args, l.ID, &l.Events[i])
 	}
+	queueRows(b, `INSERT INTO events (`+sqlcore.EventInsertColumns+`)`, ` ON CONFLICT (id) DO NOTHING`, 7, args, "An event of lease "+l.ID)
 	return t.send(ctx, b)
+}
+
+// rowsPerStatement bounds a multi-row statement (PostgreSQL takes at most 65,535
+// parameters).
+const rowsPerStatement = 500
+
+// queueRows queues insert (its columns named) of args, rows of width values each, as
+// multi-row statements ending with suffix; a statement that inserts fewer rows than it
+// was given (ON CONFLICT DO NOTHING passed over a taken id) fails with "<what> already
+// exists".
+func queueRows(b *pgx.Batch, insert, suffix string, width int, args []any, what string) {
+	for len(args) > 0 {
+		n := min(len(args)/width, rowsPerStatement)
+		q := insert + ` VALUES ` + sqlcore.Placeholders(width) + strings.Repeat(", "+sqlcore.Placeholders(width), n-1) + suffix
+		b.Queue(sqlcore.Rebind(q), args[:n*width]...).Exec(func(tag pgconn.CommandTag) error {
+			if tag.RowsAffected() < int64(n) {
+				return climate.Errorf(climate.CodeConflict, "%s already exists", what)
+			}
+			return nil
+		})
+		args = args[n*width:]
+	}
 }
 
 // send runs a batch and returns its first error (a callback's included).

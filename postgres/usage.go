@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -11,19 +12,24 @@ import (
 
 // ListUsage is sqlcore's.
 
-// PutUsage inserts or replaces usage records, held back to go with the transaction's next
-// statement or its COMMIT (pipe.go).
+// PutUsage inserts or replaces usage records, in multi-row statements held back to go
+// with the transaction's next statement or its COMMIT (pipe.go).
 func (t *tx) PutUsage(ctx context.Context, rs []climate.UsageRecord) error {
 	if err := t.Writable(); err != nil {
 		return err
 	}
-	for i := range rs {
-		t.p.hold(nil, `INSERT INTO usage_records (`+sqlcore.UsageColumns+`)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+	for len(rs) > 0 {
+		n := min(len(rs), rowsPerStatement)
+		args := make([]any, 0, 18*n)
+		for i := range rs[:n] {
+			args = dialect.AppendUsageArgs(args, &rs[i])
+		}
+		t.p.hold(nil, sqlcore.Rebind(`INSERT INTO usage_records (`+sqlcore.UsageColumns+`) VALUES `+
+			sqlcore.Placeholders(18)+strings.Repeat(", "+sqlcore.Placeholders(18), n-1)+`
 			ON CONFLICT (lease_id, reservation_id, allocation_id) DO UPDATE SET lease_name = excluded.lease_name, start_at = excluded.start_at,
 				end_at = excluded.end_at, held_from = excluded.held_from, held_until = excluded.held_until, rate = excluded.rate,
-				cost = excluded.cost, closed = excluded.closed, updated_at = excluded.updated_at`,
-			dialect.AppendUsageArgs(make([]any, 0, 18), &rs[i])...)
+				cost = excluded.cost, closed = excluded.closed, updated_at = excluded.updated_at`), args...)
+		rs = rs[n:]
 	}
 	return nil
 }
