@@ -133,10 +133,12 @@
 //
 // View is a read-only REPEATABLE READ transaction: one snapshot, and writes fail. Due
 // events are claimed with FOR UPDATE SKIP LOCKED under their leases' locks. A trigger
-// NOTIFYs channel climate_events (payload: the schema) when an UNDONE event is inserted
-// or moved, and WatchEvents turns that into the engine's Wake, so an engine sleeps until
-// its next event yet hears of earlier ones committed by other replicas. TryLead elects one replica for maintenance work (such as PruneAllocationLog)
-// with a row that expires by the database's clock.
+// NOTIFYs channel climate_events when an UNDONE event is inserted or moved (payload: its
+// due time and the schema) and when the outbox is written ("outbox" and the schema).
+// WatchEvents passes over what this store's own connections notified and turns the rest
+// into the engine's WakeFor, so an engine sleeps until its next event yet hears of
+// earlier ones committed by other replicas. TryLead elects one replica for maintenance
+// work (such as PruneAllocationLog) with a row that expires by the database's clock.
 //
 // Failure modes: a cancelled context rolls the transaction back (the connection may be
 // closed and replaced); a replica that dies holding locks releases them when

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -65,7 +64,7 @@ const rowsPerStatement = 500
 func queueRows(b *pgx.Batch, insert, suffix string, width int, args []any, what string) {
 	for len(args) > 0 {
 		n := min(len(args)/width, rowsPerStatement)
-		q := insert + ` VALUES ` + sqlcore.Placeholders(width) + strings.Repeat(", "+sqlcore.Placeholders(width), n-1) + suffix
+		q := insert + ` VALUES ` + sqlcore.ValuesRows(width, n) + suffix
 		b.Queue(sqlcore.Rebind(q), args[:n*width]...).Exec(func(tag pgconn.CommandTag) error {
 			if tag.RowsAffected() < int64(n) {
 				return climate.Errorf(climate.CodeConflict, "%s already exists", what)

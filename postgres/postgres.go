@@ -177,9 +177,13 @@ func (s *Store) write(ctx context.Context, fn func(*tx) error) error {
 		return err
 	}
 	// Deferred constraints (the exclusion constraints) are checked here, and the
-	// allocation log's entries get their revisions.
+	// allocation log's entries get their revisions. A COMMIT that did not run (a held
+	// statement before it failed) leaves the transaction to roll back above.
+	if err := p.commit(ctx); err != nil {
+		return dbError(err)
+	}
 	committed = true
-	return dbError(p.commit(ctx))
+	return nil
 }
 
 // rollback ends a transaction that was not committed. It runs even when ctx is cancelled,

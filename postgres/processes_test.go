@@ -79,22 +79,7 @@ func TestUpdateWaitingForTheLockIsCancellable(t *testing.T) {
 	dsn := TestDSN(t)
 	app := "climate-waiter-" + randomHex(4)
 	a, b := open(t, dsn), open(t, dsn+"&application_name="+app)
-	holding, release := make(chan struct{}), make(chan struct{})
-	var releaseOnce sync.Once
-	releaseHeld := func() { releaseOnce.Do(func() { close(release) }) }
-	defer releaseHeld() // a failed check must not leave the held writer waiting
-	done := make(chan error, 1)
-	go func() {
-		done <- a.Update(ctx, func(tx climate.Tx) error {
-			if err := recheck(ctx, tx, "h1"); err != nil {
-				return err
-			}
-			close(holding)
-			<-release
-			return nil
-		})
-	}()
-	<-holding
+	releaseHeld, done := holdUpdate(t, a, func(tx climate.Tx) error { return recheck(ctx, tx, "h1") })
 	cctx, cancel := context.WithCancel(ctx)
 	waited := make(chan error, 1)
 	go func() {
@@ -137,25 +122,12 @@ func TestUpdateWaitingForTheLockIsCancellable(t *testing.T) {
 // together, in commit order, with revisions that leave no gap.
 func TestWritersOnOtherResourcesDoNotWait(t *testing.T) {
 	s := open(t, TestDSN(t))
-	holding, release := make(chan struct{}), make(chan struct{})
-	var releaseOnce sync.Once
-	releaseHeld := func() { releaseOnce.Do(func() { close(release) }) }
-	defer releaseHeld() // a failed check must not leave the held writer waiting
-	first := make(chan error, 1)
-	go func() {
-		first <- s.Update(ctx, func(tx climate.Tx) error {
-			if err := recheck(ctx, tx, "A"); err != nil {
-				return err
-			}
-			if err := tx.InsertLease(ctx, testLease("la", t0, t0.Add(time.Hour), "A")); err != nil {
-				return err
-			}
-			close(holding)
-			<-release
-			return nil
-		})
-	}()
-	<-holding
+	releaseHeld, first := holdUpdate(t, s, func(tx climate.Tx) error {
+		if err := recheck(ctx, tx, "A"); err != nil {
+			return err
+		}
+		return tx.InsertLease(ctx, testLease("la", t0, t0.Add(time.Hour), "A"))
+	})
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second) // a broken store waits for the first
 	defer cancel()
 	err := s.Update(wctx, func(tx climate.Tx) error {
@@ -266,27 +238,14 @@ func TestLeaseReadModifyWritesTakeTurns(t *testing.T) {
 	l.Events = append(l.Events, climate.Event{ID: "l-end", LeaseID: "l", Type: climate.EventEndLease, Time: t0.Add(time.Hour),
 		Status: climate.EventUndone, CreatedAt: t0})
 	insert(t, a, l)
-	holding, release := make(chan struct{}), make(chan struct{})
-	var releaseOnce sync.Once
-	releaseHeld := func() { releaseOnce.Do(func() { close(release) }) }
-	defer releaseHeld()
-	first := make(chan error, 1)
-	go func() {
-		first <- a.Update(ctx, func(tx climate.Tx) error {
-			l, err := tx.GetLease(ctx, "l")
-			if err != nil {
-				return err
-			}
-			l.Status = climate.LeaseStarting
-			if err := tx.UpdateLease(ctx, l); err != nil {
-				return err
-			}
-			close(holding)
-			<-release
-			return nil
-		})
-	}()
-	<-holding
+	releaseHeld, first := holdUpdate(t, a, func(tx climate.Tx) error {
+		l, err := tx.GetLease(ctx, "l")
+		if err != nil {
+			return err
+		}
+		l.Status = climate.LeaseStarting
+		return tx.UpdateLease(ctx, l)
+	})
 	second := make(chan error, 1)
 	go func() {
 		second <- b.Update(ctx, func(tx climate.Tx) error {
@@ -300,7 +259,7 @@ func TestLeaseReadModifyWritesTakeTurns(t *testing.T) {
 	}()
 	waitForLockWaiters(t, a, app, 1, "b's read waits for a's change of the lease")
 	releaseHeld()
-	for _, done := range []chan error{first, second} {
+	for _, done := range []<-chan error{first, second} {
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
@@ -321,30 +280,21 @@ func TestLeaseReadModifyWritesTakeTurns(t *testing.T) {
 }
 
 // A claim of a lease's due event waits for a writer holding the lease, so the writer
-// cannot write back the event as it read it, unclaimed, over the claim.
+// cannot write back the event as it read it, unclaimed, over the claim: the claim waits
+// from the writer's read to its commit.
 func TestClaimsWaitForTheLeasesWriter(t *testing.T) {
 	dsn := TestDSN(t)
 	app := "climate-claim-" + randomHex(4)
 	a, b := open(t, dsn), open(t, dsn+"&application_name="+app)
 	insert(t, a, testLease("l", t0, t0.Add(time.Hour), "h1"))
-	holding, release := make(chan struct{}), make(chan struct{})
-	var releaseOnce sync.Once
-	releaseHeld := func() { releaseOnce.Do(func() { close(release) }) }
-	defer releaseHeld()
-	writer := make(chan error, 1)
-	go func() {
-		writer <- a.Update(ctx, func(tx climate.Tx) error {
-			l, err := tx.GetLease(ctx, "l")
-			if err != nil {
-				return err
-			}
-			close(holding)
-			<-release
-			l.Name = "renamed"
-			return tx.UpdateLease(ctx, l)
-		})
-	}()
-	<-holding
+	releaseHeld, writer := holdUpdate(t, a, func(tx climate.Tx) error {
+		l, err := tx.GetLease(ctx, "l")
+		if err != nil {
+			return err
+		}
+		l.Name = "renamed"
+		return tx.UpdateLease(ctx, l)
+	})
 	claimed := make(chan []climate.Event, 1)
 	go func() {
 		var got []climate.Event
@@ -375,4 +325,29 @@ func TestClaimsWaitForTheLeasesWriter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// holdUpdate runs fn in an Update of s and keeps that transaction open, its locks held,
+// until release is called (at the latest when the test ends); done receives the Update's
+// result. It returns once fn has run.
+func holdUpdate(t *testing.T, s *Store, fn func(climate.Tx) error) (release func(), done <-chan error) {
+	t.Helper()
+	holding, held := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(held) }) }
+	t.Cleanup(release) // a failed check must not leave the held writer waiting
+	result := make(chan error, 1)
+	go func() {
+		result <- s.Update(ctx, func(tx climate.Tx) error {
+			err := fn(tx)
+			close(holding)
+			if err != nil {
+				return err
+			}
+			<-held
+			return nil
+		})
+	}()
+	<-holding
+	return release, result
 }

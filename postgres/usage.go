@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -24,8 +23,7 @@ func (t *tx) PutUsage(ctx context.Context, rs []climate.UsageRecord) error {
 		for i := range rs[:n] {
 			args = dialect.AppendUsageArgs(args, &rs[i])
 		}
-		t.p.hold(nil, sqlcore.Rebind(`INSERT INTO usage_records (`+sqlcore.UsageColumns+`) VALUES `+
-			sqlcore.Placeholders(18)+strings.Repeat(", "+sqlcore.Placeholders(18), n-1)+`
+		t.p.hold(nil, sqlcore.Rebind(`INSERT INTO usage_records (`+sqlcore.UsageColumns+`) VALUES `+sqlcore.ValuesRows(18, n)+`
 			ON CONFLICT (lease_id, reservation_id, allocation_id) DO UPDATE SET lease_name = excluded.lease_name, start_at = excluded.start_at,
 				end_at = excluded.end_at, held_from = excluded.held_from, held_until = excluded.held_until, rate = excluded.rate,
 				cost = excluded.cost, closed = excluded.closed, updated_at = excluded.updated_at`), args...)

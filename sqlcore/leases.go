@@ -43,6 +43,12 @@ func Placeholders(n int) string {
 	return "(" + strings.TrimSuffix(strings.Repeat("?, ", n), ", ") + ")"
 }
 
+// ValuesRows is the VALUES list of a multi-row insert: rows groups of width placeholders.
+func ValuesRows(width, rows int) string {
+	one := Placeholders(width)
+	return one + strings.Repeat(", "+one, rows-1)
+}
+
 // LeaseArgs are l's LeaseColumns.
 func (d *Dialect) LeaseArgs(l *climate.Lease) []any {
 	return []any{l.ID, l.Name, l.UserID, l.ProjectID, l.TrustID, d.Time(l.Start), d.Time(l.End), l.Status, l.Degraded,

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"strings"
 
 	"climate"
 	"climate/sqlcore"
@@ -41,10 +40,9 @@ const rowsPerInsert = 16
 // insertRows inserts rows (each of width values) into table's columns with one INSERT
 // per rowsPerInsert rows: a statement costs about as much as a row.
 func (t *tx) insertRows(ctx context.Context, table, columns string, width int, args []any) error {
-	one := sqlcore.Placeholders(width)
 	for len(args) > 0 {
 		n := min(len(args)/width, rowsPerInsert)
-		q := `INSERT INTO ` + table + ` (` + columns + `) VALUES ` + one + strings.Repeat(", "+one, n-1)
+		q := `INSERT INTO ` + table + ` (` + columns + `) VALUES ` + sqlcore.ValuesRows(width, n)
 		if _, err := t.q.ExecContext(ctx, q, args[:n*width]...); err != nil {
 			return err
 		}

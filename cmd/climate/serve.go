@@ -531,7 +531,7 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_ = pg.WatchEvents(ctx, func(c postgres.Change) { // nil once ctx is done
+				_ = pg.WatchEvents(ctx, func(c postgres.Change) {
 					if !c.Outbox {
 						eng.WakeFor(c.Due)
 					}
