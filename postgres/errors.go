@@ -27,9 +27,8 @@ func sqlState(err error) string {
 	return ""
 }
 
-// dbError classifies a database error: an overlapping allocation (either exclusion
-// constraint, allocations_no_overlap or allocations_whole_or_slots, both SQLSTATE 23P01,
-// usually at COMMIT) or a lost race wraps climate.ErrConflictRetry so the
+// dbError classifies a database error: an overlapping allocation (the exclusion
+// constraint allocations_no_double_booking, SQLSTATE 23P01, usually at COMMIT) or a lost race wraps climate.ErrConflictRetry so the
 // manager re-plans; a uniqueness violation is a conflict; text with a NUL character is
 // invalid input; anything else is internal, logged and never shown.
 func dbError(err error) error {

@@ -163,20 +163,20 @@ func TestExclusionConstraintSlots(t *testing.T) {
 	}
 
 	// A whole-resource allocation overlapping them is refused, whichever comes first.
-	refused("whole over slots", testLease("w1", t0.Add(2*time.Hour), t0.Add(4*time.Hour), "h1"), false, "allocations_whole_or_slots")
+	refused("whole over slots", testLease("w1", t0.Add(2*time.Hour), t0.Add(4*time.Hour), "h1"), false, "allocations_no_double_booking")
 	insert(t, s, testLease("w2", t0.Add(3*time.Hour), t0.Add(4*time.Hour), "h1")) // back to back with s2
-	refused("slots over whole", slotLease("s4", t0.Add(150*time.Minute), t0.Add(200*time.Minute), 1, "h1"), false, "allocations_whole_or_slots")
+	refused("slots over whole", slotLease("s4", t0.Add(150*time.Minute), t0.Add(200*time.Minute), 1, "h1"), false, "allocations_no_double_booking")
 	// Turning a slot allocation into a whole one (an update) is refused too.
 	s2 := slotLease("s2", t0.Add(time.Hour), t0.Add(3*time.Hour), 1, "h1")
 	s2.Reservations[0].Allocations[0].Slots = 0
-	refused("slots made whole", s2, true, "allocations_whole_or_slots")
+	refused("slots made whole", s2, true, "allocations_no_double_booking")
 	if got := allocs("h1"); len(got) != 4 {
 		t.Errorf("allocations of h1: %v; want s1, s2, s3, w2", got)
 	}
 
 	// Two whole-resource allocations still may not overlap.
 	insert(t, s, testLease("w3", t0, t0.Add(time.Hour), "h2"))
-	refused("whole over whole", testLease("w4", t0.Add(30*time.Minute), t0.Add(2*time.Hour), "h2"), false, "allocations_no_overlap")
+	refused("whole over whole", testLease("w4", t0.Add(30*time.Minute), t0.Add(2*time.Hour), "h2"), false, "allocations_no_double_booking")
 	if got := allocs("h2"); len(got) != 1 || got[0] != "w3-h2" {
 		t.Errorf("allocations of h2: %v; want w3's", got)
 	}
