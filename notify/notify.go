@@ -26,6 +26,13 @@ type Destination interface {
 	Deliver(ctx context.Context, n *climate.Notification) error
 }
 
+// Replayable is implemented by destinations for which a repeated delivery costs nothing
+// (the log): the worker saves their cursor once a round instead of after every
+// delivery, so a crash or a takeover repeats at most one round's deliveries to them.
+type Replayable interface {
+	Replayable()
+}
+
 // Payload is a notification's payload: the lease as the API shows it, with Blazar's
 // lease_id key beside id.
 type Payload struct {

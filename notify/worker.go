@@ -22,6 +22,11 @@ type Config struct {
 	// MaxSleep bounds a sleep without a wake-up: needed when other processes commit
 	// notifications and cannot wake this one, and to renew Lead. Default 30 s.
 	MaxSleep time.Duration
+	// MinRound is the least time from the start of one round to the next after a
+	// wake-up: under load one round then serves what several commits wrote (the outbox
+	// read, the lead renewed and the webhooks listed once for them all), while an idle
+	// worker still answers a wake-up at once. Default 10 ms; negative: none.
+	MinRound time.Duration
 	// Backoff is the first retry delay after a failed delivery; it doubles per attempt up
 	// to MaxBackoff. Defaults 1 s and 1 h.
 	Backoff, MaxBackoff time.Duration
@@ -73,6 +78,9 @@ func NewWorker(store climate.Store, clock climate.Clock, cfg Config) *Worker {
 	if cfg.MaxSleep <= 0 {
 		cfg.MaxSleep = 30 * time.Second
 	}
+	if cfg.MinRound == 0 {
+		cfg.MinRound = 10 * time.Millisecond
+	}
 	if cfg.Backoff <= 0 {
 		cfg.Backoff = time.Second
 	}
@@ -111,6 +119,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		wg.Wait()
 	}()
 	for {
+		started := time.Now() // real time: MinRound spaces out work, not scheduled events
 		next := w.cfg.MaxSleep
 		dests, err := w.current(ctx)
 		if err != nil {
@@ -147,9 +156,28 @@ func (w *Worker) Run(ctx context.Context) error {
 			t.Stop()
 			return nil
 		case <-w.wake:
+			if !sleep(ctx, w.cfg.MinRound-time.Since(started)) {
+				t.Stop()
+				return nil
+			}
 		case <-t.C():
 		}
 		t.Stop()
+	}
+}
+
+// sleep waits d (nothing if d <= 0) and reports false if ctx ended first.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 
@@ -243,6 +271,7 @@ func (w *Worker) Round(ctx context.Context) (time.Duration, error) {
 // serve delivers what d has not had yet, in order, until it is caught up or a delivery
 // fails; it returns when d is to be retried (zero when it is caught up).
 func (w *Worker) serve(ctx context.Context, d Destination) (time.Time, error) {
+	_, replayable := d.(Replayable)
 	for {
 		var cur climate.DeliveryCursor
 		var pending []climate.Notification
@@ -263,20 +292,20 @@ func (w *Worker) serve(ctx context.Context, d Destination) (time.Time, error) {
 		if now := w.clock.Now(); cur.NextAttempt.After(now) {
 			return cur.NextAttempt, nil
 		}
-		skipped := cur.Position
+		saved := cur.Position // what the store holds
 		for i := range pending {
 			n := &pending[i]
 			if !d.Accepts(n) {
-				skipped = n.Seq
+				cur.Position = n.Seq
 				continue
 			}
-			if skipped != cur.Position { // record what was skipped before delivering
-				cur.Position = skipped
+			if cur.Position != saved && !replayable { // record what was skipped before delivering
 				if err := w.save(ctx, &cur); err != nil {
 					return time.Time{}, err
 				}
+				saved = cur.Position
 			}
-			retryAt, gaveUp, err := w.deliver(ctx, d, n, &cur)
+			retryAt, gaveUp, err := w.deliver(ctx, d, n, &cur, !replayable)
 			if err != nil || !retryAt.IsZero() {
 				return retryAt, err
 			}
@@ -286,10 +315,11 @@ func (w *Worker) serve(ctx context.Context, d Destination) (time.Time, error) {
 				w.Wake()
 				return time.Time{}, nil
 			}
-			skipped = cur.Position
+			if !replayable {
+				saved = cur.Position
+			}
 		}
-		if skipped != cur.Position {
-			cur.Position = skipped
+		if cur.Position != saved {
 			if err := w.save(ctx, &cur); err != nil {
 				return time.Time{}, err
 			}
@@ -302,8 +332,9 @@ func (w *Worker) serve(ctx context.Context, d Destination) (time.Time, error) {
 
 // deliver makes one attempt at n and records its outcome in cur (and, for a Recorder, in
 // the same transaction); it returns when to retry (zero when n is done with: delivered, or
-// given up on, which gaveUp reports).
-func (w *Worker) deliver(ctx context.Context, d Destination, n *climate.Notification, cur *climate.DeliveryCursor) (retryAt time.Time, gaveUp bool, err error) {
+// given up on, which gaveUp reports). Without save, a delivery that succeeded is left for
+// the caller to save with the next ones.
+func (w *Worker) deliver(ctx context.Context, d Destination, n *climate.Notification, cur *climate.DeliveryCursor, save bool) (retryAt time.Time, gaveUp bool, err error) {
 	started := w.clock.Now()
 	derr := d.Deliver(ctx, n)
 	now := w.clock.Now()
@@ -329,6 +360,12 @@ func (w *Worker) deliver(ctx context.Context, d Destination, n *climate.Notifica
 			"attempts", cur.Attempts, "retry_at", retryAt, "err", derr)
 	}
 	cur.UpdatedAt = now.UTC().Truncate(time.Microsecond)
+	if derr == nil && !save {
+		if w.cfg.Observe != nil {
+			w.cfg.Observe(a)
+		}
+		return time.Time{}, false, nil
+	}
 	rec, _ := d.(Recorder)
 	err = w.store.Update(ctx, func(tx climate.Tx) error {
 		if err := tx.SaveDeliveryCursor(ctx, cur); err != nil || rec == nil {
@@ -359,6 +396,9 @@ func (w *Worker) save(ctx context.Context, cur *climate.DeliveryCursor) error {
 // Log is the destination that writes one structured line per notification: the default
 // when nothing else is configured.
 type Log struct{ Logger *slog.Logger }
+
+// Replayable implements Replayable: a line logged again after a crash costs nothing.
+func (Log) Replayable() {}
 
 // Name implements Destination.
 func (Log) Name() string { return "log" }

@@ -321,3 +321,52 @@ func TestRunServesDestinationsIndependently(t *testing.T) {
 		t.Errorf("the removed destination got %d notifications, want 2", len(stuck.got))
 	}
 }
+
+// countingStore counts the write transactions: a worker's are its cursor saves.
+type countingStore struct {
+	climate.Store
+	mu      sync.Mutex
+	updates int
+}
+
+func (s *countingStore) Update(ctx context.Context, fn func(climate.Tx) error) error {
+	s.mu.Lock()
+	s.updates++
+	s.mu.Unlock()
+	return s.Store.Update(ctx, fn)
+}
+
+// replayable is a recorder that a repeated delivery does not harm, like the log.
+type replayable struct{ recorder }
+
+func (*replayable) Replayable() {}
+
+// A replayable destination's cursor is saved once a round, after all it delivered; any
+// other destination's after each delivery, so a crash repeats at most the one in flight.
+func TestReplayableDestinationsSaveTheirCursorOnceARound(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	for i := range 3 {
+		f.lease(t, "physics", t0.Add(time.Duration(i+1)*24*time.Hour), 1)
+	}
+	for _, d := range []interface {
+		notify.Destination
+		types() []string
+	}{&replayable{recorder{name: "log"}}, &recorder{name: "webhook"}} {
+		st := &countingStore{Store: f.st}
+		w := notify.NewWorker(st, f.clk, notify.Config{Logger: quiet,
+			Destinations: func(context.Context) ([]notify.Destination, error) { return []notify.Destination{d}, nil }})
+		for range 2 { // the second round finds the cursor past all three
+			if _, err := w.Round(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := 3
+		if _, ok := d.(notify.Replayable); ok {
+			want = 1
+		}
+		if got := d.types(); len(got) != 3 || st.updates != want {
+			t.Errorf("%s: delivered %v with %d cursor saves; want 3 lease.create, %d saves", d.Name(), got, st.updates, want)
+		}
+	}
+}

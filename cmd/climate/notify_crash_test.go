@@ -418,8 +418,10 @@ func TestReplicaTakesOverDelivery(t *testing.T) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if missing > 0 || logTwice > 1 || hookTwice > 1 {
-		t.Errorf("%d notifications missing at a destination; delivered twice: %d to the log, %d to the webhook (at most the one in flight each)", missing, logTwice, hookTwice)
+	// The log's cursor is saved once a round (notify.Replayable), so the survivor may log
+	// again what the victim logged in its last round: at most a round's read (100).
+	if missing > 0 || logTwice > 100 || hookTwice > 1 {
+		t.Errorf("%d notifications missing at a destination; delivered twice: %d to the log (at most a round), %d to the webhook (at most the one in flight)", missing, logTwice, hookTwice)
 	}
 	t.Logf("killed the deliverer with %d notifications committed, the webhook at %d; the survivor delivered up to %d, %.1f s after the kill; duplicates after the takeover: %d to the log, %d to the webhook",
 		last, position, final, caughtUp.Seconds(), logTwice, hookTwice)
