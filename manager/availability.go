@@ -279,19 +279,22 @@ func (m *Manager) loadView(ctx context.Context, hook maintenanceHook) (*resource
 // change is read from the store's allocation log in the same transaction when there is
 // one; removed and added (the allocations the caller planned from and wrote) are the
 // fallback, wrong when another writer changed the lease after the caller read it, so they
-// are used only when nothing else was committed in between.
-func (m *Manager) commitChange(ctx context.Context, write func(climate.Tx) error, removed, added func() []climate.Allocation) error {
+// are used only when nothing else was committed in between. With exact, the caller
+// vouches that removed and added are what write changes, whatever was committed before
+// (a new lease has no earlier allocations to have changed): then the log is not read,
+// which spares the writer a query on every lease creation.
+func (m *Manager) commitChange(ctx context.Context, write func(climate.Tx) error, removed, added func() []climate.Allocation, exact bool) error {
 	defer func(start time.Time) { m.cfg.Observer.Committed(time.Since(start)) }(time.Now())
 	m.commitGate.RLock()
 	defer m.commitGate.RUnlock()
 	m.committing.Add(1)
 	defer m.committing.Add(-1)
-	return m.commitGated(ctx, write, removed, added)
+	return m.commitGated(ctx, write, removed, added, exact)
 }
 
 // commitGated is commitChange for a caller that holds commitGate (shared, or exclusive to
 // keep other commits out while it plans).
-func (m *Manager) commitGated(ctx context.Context, write func(climate.Tx) error, removed, added func() []climate.Allocation) error {
+func (m *Manager) commitGated(ctx context.Context, write func(climate.Tx) error, removed, added func() []climate.Allocation, exact bool) error {
 	var before, after int64
 	var changes []climate.AllocationChange
 	logged := false
@@ -306,7 +309,7 @@ func (m *Manager) commitGated(ctx context.Context, write func(climate.Tx) error,
 		if after, err = tx.AllocationRevision(ctx); err != nil {
 			return err
 		}
-		if lg, ok := tx.(climate.AllocationLog); ok && after != before && m.indexAtOrBefore(before) {
+		if lg, ok := tx.(climate.AllocationLog); ok && !exact && after != before && m.indexAtOrBefore(before) {
 			changes, logged, err = lg.AllocationChanges(ctx, before)
 		}
 		return err
@@ -318,7 +321,7 @@ func (m *Manager) commitGated(ctx context.Context, write func(climate.Tx) error,
 		m.mu.RLock()
 		inOrder := m.avail != nil && m.avail.Index.AllocationRevision == before
 		m.mu.RUnlock()
-		if !inOrder { // the next request's refresh reads what changed
+		if !inOrder && !exact { // the next request's refresh reads what changed
 			return nil
 		}
 		changes = asChanges(removed(), added(), after)

@@ -158,7 +158,7 @@ func (m *Manager) healOnce(ctx context.Context, ch maintenanceChange, exclusive 
 		removed, added = append(removed, w.removed...), append(added, w.added...)
 	}
 	err = commit(ctx, func(tx climate.Tx) error { return m.writeHealing(ctx, tx, ch, s, p, now) },
-		func() []climate.Allocation { return removed }, func() []climate.Allocation { return added })
+		func() []climate.Allocation { return removed }, func() []climate.Allocation { return added }, false)
 	return p, err
 }
 

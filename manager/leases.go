@@ -339,7 +339,8 @@ func (m *Manager) planAndCommit(ctx context.Context, l, prev *climate.Lease, opt
 			}
 			return m.writeCuts(ctx, tx, l, cutLeases, now)
 		}, func() []climate.Allocation { return append(allocationsOf(prev), cutRemoved...) },
-			func() []climate.Allocation { return append(allocationsOf(l), cutAdded...) })
+			func() []climate.Allocation { return append(allocationsOf(l), cutAdded...) },
+			prev == nil) // a new lease (or a waiting one booked): nothing of it to have changed meanwhile
 		done()
 		if err == nil && len(cutLeases) > 0 {
 			m.eventsChanged(nil) // the leases cut got earlier events (a preemption notice, their end)
@@ -719,7 +720,8 @@ func (m *Manager) DeleteLease(ctx context.Context, who climate.Identity, id stri
 			return err
 		}
 		return notify.Add(ctx, tx, climate.NotifyLeaseDelete, l, nil, m.now())
-	}, func() []climate.Allocation { return allocationsOf(deleted) }, func() []climate.Allocation { return nil })
+	}, func() []climate.Allocation { return allocationsOf(deleted) }, func() []climate.Allocation { return nil },
+		true) // deleted was read in the transaction
 	if err != nil {
 		return err
 	}
