@@ -7,21 +7,29 @@
 // Write transactions (READ COMMITTED) run side by side, across the processes sharing the
 // schema; they wait for each other only where they touch the same thing:
 //
-//   - Resources. A write transaction reads the allocations of the resources it is about
-//     to book to re-check them (the manager's ListAllocations with ResourceIDs: its plan
-//     still fits, instance slots still fit the host's capacity). In a write transaction
-//     that read first takes a transaction-scoped advisory lock on each resource, keyed by
-//     schema and id, in key order, in the same round trip (a pgx batch: each statement of
-//     it takes its own snapshot, so the read after the locks sees every commit of the
-//     transactions that held them). Two writers booking the same host therefore take turns
-//     from the re-check to the commit, exactly as under the single writer before, and
-//     writers booking other hosts do not wait at all. Since every re-check of a resource
-//     holds its lock to commit, nothing can be booked on it between the check and the
-//     insert. The manager reads the inventory revision after the locks, so a host deleted
-//     (which reads its allocations, locking it, before it goes) is noticed too. Two locks
-//     taken in different orders by one transaction's successive reads may deadlock:
-//     PostgreSQL then aborts one, and Update returns climate.ErrConflictRetry, which the
-//     manager answers by planning again.
+//   - Resources, by day. A write transaction reads the allocations of the resources it
+//     is about to book to re-check them (the manager's ListAllocations with ResourceIDs:
+//     its plan still fits, instance slots still fit the host's capacity). In a write
+//     transaction that read first takes transaction-scoped advisory locks, in key order,
+//     in the same round trip (a pgx batch: each statement of it takes its own snapshot,
+//     so the read after the locks sees every commit of the transactions that held them).
+//     For a window of at most 31 days it locks each resource shared and each (resource,
+//     day) the window touches alone; an unbounded or longer window (a host's deletion,
+//     healing from now on) locks the resource alone. Two writers whose windows on a
+//     resource overlap share a day of it, so they take turns from the re-check to the
+//     commit, exactly as under the single writer before; writers booking other resources,
+//     or other days of the same one, do not wait at all (with 3 replicas at 16 clients,
+//     waits of over 5 ms on these locks went from 244 to 14 in 600 creations), and an
+//     unbounded reader waits for every writer of the resource. Since every re-check holds
+//     the locks of what it read to commit, nothing can be booked there between the check
+//     and the insert; the other allocation writes outside a re-check only free capacity
+//     (ending, shortening, deleting, cutting a preemptible lease). The manager reads the
+//     inventory revision after the locks, so a host deleted (which reads its allocations,
+//     locking it whole, before it goes) is noticed too. Two locks taken in different
+//     orders by one transaction's successive reads may deadlock: PostgreSQL then aborts
+//     one, and Update returns climate.ErrConflictRetry, which the manager answers by
+//     planning again. The resource's own key is the one earlier versions took alone, so
+//     replicas of both kinds still exclude each other during an upgrade.
 //   - Leases. A write transaction's GetLease locks the lease's row to commit (FOR NO KEY
 //     UPDATE) before reading it, and a claim of due events first locks their leases' rows,
 //     in id order: every read-modify-write of one lease (the manager's update or deletion,

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -173,7 +174,8 @@ func (t *tx) ListAllocations(ctx context.Context, f climate.AllocationFilter) ([
 	}
 	q, args := dialect.AllocationQuery(f)
 	b := &pgx.Batch{}
-	b.Queue(lockResources, f.ResourceIDs, t.schema+"/")
+	first, last := lockBuckets(f.From, f.To)
+	b.Queue(lockResources, f.ResourceIDs, t.schema+"/", first, last)
 	b.Queue(rebinder.Rebind(q), args...)
 	// The inventory revision, which the manager reads next to notice a resource deleted
 	// meanwhile, comes in the same round trip, after the locks (InventoryRevision).
@@ -229,9 +231,47 @@ func (t *tx) AllocationRevision(ctx context.Context) (int64, error) {
 	return *t.allocation, nil
 }
 
-// lockResources takes a transaction-scoped advisory lock on each resource ($1), keyed by
-// the installation's schema ($2) and the id, in key order so that two writers never wait
-// for each other crosswise. The sorted subquery (DISTINCT keeps it from being flattened)
-// fixes the order the locks are taken in.
-const lockResources = `SELECT count(pg_advisory_xact_lock(k)) FROM
-	(SELECT DISTINCT hashtextextended($2 || r, 0) AS k FROM unnest($1::text[]) AS r ORDER BY k) AS locks`
+// lockResources takes transaction-scoped advisory locks on the resources ($1) that a
+// write transaction reads to re-check, keyed by the installation's schema ($2), in key
+// order so that two writers never wait for each other crosswise (the sorted subquery,
+// which DISTINCT keeps from being flattened, fixes the order). For a window of whole
+// days $3 to $4 (lockBuckets) it takes each resource's lock shared and a lock of each
+// (resource, day) alone: writers whose windows share no day of a resource do not wait
+// for each other, and any two whose windows overlap share a day. Without a window ($3
+// NULL: unbounded, or too long) it takes the resource's lock alone, which waits for
+// every writer of the resource (a host's deletion, healing from now on).
+const lockResources = `SELECT count(CASE WHEN x THEN pg_advisory_xact_lock(k) ELSE pg_advisory_xact_lock_shared(k) END) FROM
+	(SELECT DISTINCT k, x FROM (
+		SELECT hashtextextended($2 || r, 0) AS k, $3::bigint IS NULL AS x FROM unnest($1::text[]) AS r
+		UNION ALL
+		SELECT hashtextextended($2 || r || '@' || d, 0), true
+		FROM unnest($1::text[]) AS r, generate_series($3::bigint, $4::bigint) AS d
+	) AS keys ORDER BY k) AS locks`
+
+// lockDay is the span of one (resource, day) lock, and maxLockDays the most days a
+// window locks one by one (31 locks a resource); a longer one locks the resource whole,
+// which keeps a long lease from filling PostgreSQL's lock table.
+const (
+	lockDay     = 24 * time.Hour
+	maxLockDays = 31
+)
+
+// lockBuckets returns the days (as numbers since the epoch) that the window [from, to)
+// touches, or nils when the window is unbounded or longer than maxLockDays.
+func lockBuckets(from, to time.Time) (first, last *int64) {
+	if from.IsZero() || to.IsZero() || !to.After(from) {
+		return nil, nil
+	}
+	day := func(t time.Time) int64 { // floor, also before 1970
+		us, d := t.UnixMicro(), lockDay.Microseconds()
+		if us < 0 {
+			return (us - d + 1) / d
+		}
+		return us / d
+	}
+	f, l := day(from), day(to.Add(-time.Microsecond))
+	if l-f+1 > maxLockDays {
+		return nil, nil
+	}
+	return &f, &l
+}

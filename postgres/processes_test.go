@@ -167,6 +167,61 @@ func TestWritersOnOtherResourcesDoNotWait(t *testing.T) {
 	}
 }
 
+// Writers of one resource wait for each other only where their windows share a day: one
+// booking h1 two days after a held writer's window commits at once; one whose window
+// overlaps it waits, and its re-check then sees the held writer's booking; one reading h1
+// without an end (a host's deletion) waits for every writer of h1.
+func TestWritersOfOtherDaysDoNotWait(t *testing.T) {
+	dsn := TestDSN(t)
+	overlapping, unbounded := "climate-overlap-"+randomHex(4), "climate-unbounded-"+randomHex(4)
+	a, b, c := open(t, dsn), open(t, dsn+"&application_name="+overlapping), open(t, dsn+"&application_name="+unbounded)
+	releaseHeld, first := holdUpdate(t, a, func(tx climate.Tx) error {
+		if err := recheck(ctx, tx, "h1"); err != nil {
+			return err
+		}
+		return tx.InsertLease(ctx, testLease("held", t0, t0.Add(time.Hour), "h1"))
+	})
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second) // a broken store waits for the held writer
+	defer cancel()
+	later := t0.Add(48 * time.Hour)
+	if err := a.Update(wctx, func(tx climate.Tx) error {
+		if _, err := tx.ListAllocations(wctx, climate.AllocationFilter{ResourceIDs: []string{"h1"}, From: later, To: later.Add(time.Hour)}); err != nil {
+			return err
+		}
+		return tx.InsertLease(wctx, testLease("later", later, later.Add(time.Hour), "h1"))
+	}); err != nil {
+		t.Fatalf("writer of h1 two days later while the first is held: %v", err)
+	}
+
+	seen := make(chan []climate.Allocation, 1)
+	overlap := make(chan error, 1)
+	go func() {
+		overlap <- b.Update(ctx, func(tx climate.Tx) error {
+			as, err := tx.ListAllocations(ctx, climate.AllocationFilter{ResourceIDs: []string{"h1"}, From: t0.Add(30 * time.Minute), To: t0.Add(90 * time.Minute)})
+			seen <- as
+			return err
+		})
+	}()
+	whole := make(chan error, 1)
+	go func() {
+		whole <- c.Update(ctx, func(tx climate.Tx) error {
+			_, err := tx.ListAllocations(ctx, climate.AllocationFilter{ResourceIDs: []string{"h1"}, From: t0})
+			return err
+		})
+	}()
+	waitForLockWaiters(t, a, overlapping, 1, "the overlapping writer waits for the held one")
+	waitForLockWaiters(t, a, unbounded, 1, "the unbounded read waits for the held writer")
+	releaseHeld()
+	for _, ch := range []<-chan error{first, overlap, whole} {
+		if err := <-ch; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if as := <-seen; len(as) != 1 || as[0].LeaseID != "held" {
+		t.Errorf("the overlapping writer's re-check read %+v; want the held writer's allocation", as)
+	}
+}
+
 // Writers queued behind a long Update wait in the process, not on pooled connections, so
 // reads still get a connection: here the pool has two, and four writers wait.
 func TestQueuedWritersLeaveConnectionsForReads(t *testing.T) {
