@@ -13,9 +13,10 @@
 //     transaction that read first takes transaction-scoped advisory locks, in key order,
 //     in the same round trip (a pgx batch: each statement of it takes its own snapshot,
 //     so the read after the locks sees every commit of the transactions that held them).
-//     For a window of at most 31 days it locks each resource shared and each (resource,
-//     day) the window touches alone; an unbounded or longer window (a host's deletion,
-//     healing from now on) locks the resource alone. Two writers whose windows on a
+//     For a bounded window it locks each resource shared and each (resource, day) the
+//     window touches alone; an unbounded window (a host's deletion, healing from now on),
+//     or one that would take over 128 such locks (long or large leases: PostgreSQL's lock
+//     table is shared), locks the resources alone. Two writers whose windows on a
 //     resource overlap share a day of it, so they take turns from the re-check to the
 //     commit, exactly as under the single writer before; writers booking other resources,
 //     or other days of the same one, do not wait at all (with 3 replicas at 16 clients,

@@ -174,7 +174,7 @@ func (t *tx) ListAllocations(ctx context.Context, f climate.AllocationFilter) ([
 	}
 	q, args := dialect.AllocationQuery(f)
 	b := &pgx.Batch{}
-	first, last := lockBuckets(f.From, f.To)
+	first, last := lockDays(f.From, f.To, len(f.ResourceIDs))
 	b.Queue(lockResources, f.ResourceIDs, t.schema+"/", first, last)
 	b.Queue(rebinder.Rebind(q), args...)
 	// The inventory revision, which the manager reads next to notice a resource deleted
@@ -235,7 +235,7 @@ func (t *tx) AllocationRevision(ctx context.Context) (int64, error) {
 // write transaction reads to re-check, keyed by the installation's schema ($2), in key
 // order so that two writers never wait for each other crosswise (the sorted subquery,
 // which DISTINCT keeps from being flattened, fixes the order). For a window of whole
-// days $3 to $4 (lockBuckets) it takes each resource's lock shared and a lock of each
+// days $3 to $4 (lockDays) it takes each resource's lock shared and a lock of each
 // (resource, day) alone: writers whose windows share no day of a resource do not wait
 // for each other, and any two whose windows overlap share a day. Without a window ($3
 // NULL: unbounded, or too long) it takes the resource's lock alone, which waits for
@@ -248,17 +248,20 @@ const lockResources = `SELECT count(CASE WHEN x THEN pg_advisory_xact_lock(k) EL
 		FROM unnest($1::text[]) AS r, generate_series($3::bigint, $4::bigint) AS d
 	) AS keys ORDER BY k) AS locks`
 
-// lockDay is the span of one (resource, day) lock, and maxLockDays the most days a
-// window locks one by one (31 locks a resource); a longer one locks the resource whole,
-// which keeps a long lease from filling PostgreSQL's lock table.
+// lockDay is the span of one (resource, day) lock, and maxDayLocks the most of them one
+// read takes (resources times days); a read that would take more locks its resources
+// whole, so that long or large leases do not fill PostgreSQL's shared lock table
+// (max_locks_per_transaction times the connections: 6,400 by default, for every
+// transaction at once).
 const (
 	lockDay     = 24 * time.Hour
-	maxLockDays = 31
+	maxDayLocks = 128
 )
 
-// lockBuckets returns the days (as numbers since the epoch) that the window [from, to)
-// touches, or nils when the window is unbounded or longer than maxLockDays.
-func lockBuckets(from, to time.Time) (first, last *int64) {
+// lockDays returns the days (as numbers since the epoch) that the window [from, to)
+// touches, or nils when the window is unbounded or n resources would need more than
+// maxDayLocks locks of days.
+func lockDays(from, to time.Time, n int) (first, last *int64) {
 	if from.IsZero() || to.IsZero() || !to.After(from) {
 		return nil, nil
 	}
@@ -270,7 +273,7 @@ func lockBuckets(from, to time.Time) (first, last *int64) {
 		return us / d
 	}
 	f, l := day(from), day(to.Add(-time.Microsecond))
-	if l-f+1 > maxLockDays {
+	if (l-f+1)*int64(n) > maxDayLocks {
 		return nil, nil
 	}
 	return &f, &l

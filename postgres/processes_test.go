@@ -222,6 +222,42 @@ func TestWritersOfOtherDaysDoNotWait(t *testing.T) {
 	}
 }
 
+// A window's lock days are the days it touches (its end excluded), none when it is
+// unbounded or would take too many locks.
+func TestLockDays(t *testing.T) {
+	day := func(d int64) *int64 { return &d }
+	midnight := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
+	n := midnight.Unix() / 86400
+	for _, c := range []struct {
+		what        string
+		from, to    time.Time
+		resources   int
+		first, last *int64
+	}{
+		{"within a day", midnight.Add(time.Hour), midnight.Add(2 * time.Hour), 10, day(n), day(n)},
+		{"to midnight", midnight.Add(time.Hour), midnight.Add(24 * time.Hour), 10, day(n), day(n)},
+		{"past midnight", midnight.Add(time.Hour), midnight.Add(25 * time.Hour), 10, day(n), day(n + 1)},
+		{"before 1970", time.Unix(-3600, 0), time.Unix(60, 0), 1, day(-1), day(0)},
+		{"unbounded", midnight, time.Time{}, 1, nil, nil},
+		{"128 locks", midnight, midnight.Add(64 * 24 * time.Hour), 2, day(n), day(n + 63)},
+		{"129 locks", midnight, midnight.Add(43 * 24 * time.Hour), 3, nil, nil},
+	} {
+		first, last := lockDays(c.from, c.to, c.resources)
+		if !sameDay(first, c.first) || !sameDay(last, c.last) {
+			t.Errorf("%s: days %v to %v; want %v to %v", c.what, deref(first), deref(last), deref(c.first), deref(c.last))
+		}
+	}
+}
+
+func sameDay(a, b *int64) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+
+func deref(p *int64) any {
+	if p == nil {
+		return "none"
+	}
+	return *p
+}
+
 // Writers queued behind a long Update wait in the process, not on pooled connections, so
 // reads still get a connection: here the pool has two, and four writers wait.
 func TestQueuedWritersLeaveConnectionsForReads(t *testing.T) {
