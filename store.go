@@ -139,6 +139,14 @@ type AllocationLog interface {
 	AllocationChanges(ctx context.Context, since int64) (changes []AllocationChange, ok bool, err error)
 }
 
+// CommitStamped is implemented by stores whose write transactions give their allocation
+// changes revisions only at commit (PostgreSQL, so that writers run side by side): a
+// write transaction cannot see its own, so the manager reads none in it and brings its
+// index up to date from the log on its next request, as with another replica's writes.
+type CommitStamped interface {
+	StampsAtCommit()
+}
+
 // RevisionReader is implemented by stores that read their revisions, or their allocation
 // log after a revision, in a single statement: a planner checking whether its index is
 // current, or catching it up, then costs the database one round trip, not a View's four

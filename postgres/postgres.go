@@ -149,6 +149,10 @@ func (s *Store) Update(ctx context.Context, fn func(climate.Tx) error) error {
 	return s.write(ctx, func(t *tx) error { return fn(t) })
 }
 
+// StampsAtCommit implements climate.CommitStamped: allocation changes get their revisions
+// at commit (doc.go), so a write transaction cannot see its own.
+func (*Store) StampsAtCommit() {}
+
 // write is Update for the store's own maintenance writes.
 func (s *Store) write(ctx context.Context, fn func(*tx) error) error {
 	select {
