@@ -72,8 +72,9 @@ func createWebhook(t *testing.T, c *auditClient, url string) string {
 // webhook's receiver holds deliveries, so they pile up; the log may be behind too);
 // restarted on the same data directory, it delivers every notification the dead process
 // committed and had not delivered: to the webhook each exactly once (none was received
-// before the kill), to the log each at least once (a duplicate only for a delivery the
-// dead process made but had not recorded).
+// before the kill), to the log each at least once (duplicates only for deliveries the
+// dead process made but had not recorded: the log's cursor is saved once a round,
+// notify.Replayable, so at most a round's).
 func TestKilledServerDeliversCommittedNotifications(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs and kills a server subprocess")
@@ -165,8 +166,8 @@ func TestKilledServerDeliversCommittedNotifications(t *testing.T) {
 			hookTwice++
 		}
 	}
-	if missing > 0 || twice > 1 {
-		t.Errorf("%d notifications never delivered, %d delivered twice (at most the one in flight at the kill may be)", missing, twice)
+	if missing > 0 || twice > 100 {
+		t.Errorf("%d notifications never logged, %d logged twice (at most a round's read, 100, may be)", missing, twice)
 	}
 	if hookMissing > 0 || hookTwice > 0 || len(hooked) != int(final) {
 		t.Errorf("webhook: %d notifications never delivered, %d twice, %d received of %d", hookMissing, hookTwice, len(hooked), final)

@@ -1014,6 +1014,12 @@ func TestOpenStackDriverFloatingIPReservation(t *testing.T) {
 	if f["project_id"] != n.project || f["floating_network_id"] != netID || !slices.Contains(tags, any("blazar")) || !slices.Contains(tags, any("reservation:"+rid)) {
 		t.Fatalf("the reservation's floating IP: %v", f)
 	}
+	// The start is done once the lease is ACTIVE (the address exists a moment before):
+	// until then an update is refused as the lease is STARTING.
+	n.waitFor(t, "the lease ACTIVE", 30*time.Second, func() (bool, error) {
+		r := ksCall(t, "GET", s.url+"/v1/leases/"+leaseID, "", n.owner())
+		return r.body["lease"].(map[string]any)["status"] == "ACTIVE", nil
+	})
 	end := time.Now().UTC().Add(2 * time.Second).Truncate(time.Second)
 	if r := ksCall(t, "PUT", s.url+"/v1/leases/"+leaseID, fmt.Sprintf(`{"end_date": %q}`, end.Format("2006-01-02 15:04:05")), n.owner()); r.status != 200 {
 		t.Fatalf("moving the end: %s", r)
