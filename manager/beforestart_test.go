@@ -8,18 +8,13 @@ import (
 	"climate"
 	"climate/clock"
 	"climate/manager"
-	"climate/sqlite"
 )
 
 // before_start_lease: at the server's lead unless the lease names its own time, not
 // created when the start is nearer than the lead, and moved with the start on update.
 func TestBeforeStartLease(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, t.TempDir()+"/climate.db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(t)
 	m := manager.New(st, clock.NewFake(t0), manager.Config{BeforeStart: 10 * time.Minute})
 	addHosts(t, m, 3, nil)
 	headsUp := func(l *climate.Lease) *climate.Event { return l.Event(climate.EventBeforeStartLease) }

@@ -8,7 +8,6 @@ import (
 	"climate"
 	"climate/clock"
 	"climate/manager"
-	"climate/sqlite"
 )
 
 // With Config.Cleaning of an hour, a host stays free for an hour after each lease on it:
@@ -17,18 +16,14 @@ import (
 // refused too. Floating IPs get no cleaning time: back to back is fine.
 func TestCleaningTimeThroughCreateLease(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, t.TempDir()+"/climate.db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := openStore(t)
 	clk := clock.NewFake(t0.Add(-3 * time.Hour)) // 07:00; t0 is 10:00
 	m := manager.New(st, clk, manager.Config{BeforeEnd: manager.DefaultBeforeEnd, Cleaning: time.Hour})
 	addHosts(t, m, 1, nil)
 	addFloatingIPs(t, m, "ext", "172.24.4.1")
 
 	first := create(t, m, alice, -2*time.Hour, 0, hostReq(1, 1, "")) // 08:00–10:00
-	_, err = m.CreateLease(ctx, bob, climate.LeaseRequest{Name: "too soon", Start: at(30 * time.Minute), End: at(90 * time.Minute),
+	_, err := m.CreateLease(ctx, bob, climate.LeaseRequest{Name: "too soon", Start: at(30 * time.Minute), End: at(90 * time.Minute),
 		Reservations: []climate.ReservationRequest{hostReq(1, 1, "")}})
 	wantCode(t, err, climate.CodeConflict, "Not enough hosts available")
 

@@ -9,7 +9,6 @@ import (
 	"climate"
 	"climate/clock"
 	"climate/manager"
-	"climate/sqlite"
 )
 
 // The maximum lease duration (Blazar's MaxLeaseDurationFilter) and the extension window, at
@@ -110,11 +109,7 @@ func (r refuser) CheckUpdate(ctx context.Context, who climate.Identity, _, l *cl
 // asked.
 func TestExternalServiceRefusalChangesNothing(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, t.TempDir()+"/climate.db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := openStore(t)
 	m := manager.New(st, clock.NewFake(t0), manager.Config{Enforcement: manager.Enforcement{External: refuser{"physics"}, ExemptProjects: []string{"ops"}}})
 	addHosts(t, m, 1, nil)
 	req := climate.LeaseRequest{Name: "l", Start: at(time.Hour), End: at(2 * time.Hour), Reservations: []climate.ReservationRequest{hostReq(1, 1, "")}}

@@ -16,7 +16,6 @@ import (
 	"climate/clock"
 	"climate/manager"
 	"climate/postgres"
-	"climate/sqlite"
 )
 
 // syncBuffer is a log buffer safe for the manager's goroutines.
@@ -55,11 +54,7 @@ func newHealEnv(t *testing.T, st climate.Store) *healEnv {
 
 func healSetup(t *testing.T) *healEnv {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), t.TempDir()+"/climate.db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := openStore(t)
 	return newHealEnv(t, st)
 }
 

@@ -190,11 +190,7 @@ func (d directory) ProjectExists(_ context.Context, id string) (bool, error) { r
 // so.
 func TestPricesAndMultipliers(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, t.TempDir()+"/climate.db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(t)
 	m := manager.New(st, clock.NewFake(t0), manager.Config{})
 	addHosts(t, m, 1, map[string]string{"gpu": "true", "vcpus": "8", "memory_mb": "8192", "local_gb": "100"})
 	addHosts(t, m, 1, map[string]string{"vcpus": "8", "memory_mb": "8192", "local_gb": "100"})

@@ -23,13 +23,20 @@ var (
 	reader = climate.Identity{UserID: "rita", ProjectID: "physics", Roles: []string{"reader"}}
 )
 
-func setup(t *testing.T) (*manager.Manager, *sqlite.Store, *clock.Fake) {
+// openStore opens a SQLite store of the test's own, closed when the test ends.
+func openStore(t testing.TB) *sqlite.Store {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), t.TempDir()+"/climate.db")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func setup(t *testing.T) (*manager.Manager, *sqlite.Store, *clock.Fake) {
+	t.Helper()
+	st := openStore(t)
 	clk := clock.NewFake(t0)
 	return manager.New(st, clk, manager.Config{BeforeEnd: manager.DefaultBeforeEnd}), st, clk
 }
@@ -420,11 +427,7 @@ func (s *firingStore) Update(ctx context.Context, fn func(climate.Tx) error) err
 // from the lease as it is then; only when that keeps happening does the client get a 409.
 func TestUpdateStartsAgainWhenAnEventFires(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, t.TempDir()+"/climate.db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := openStore(t)
 	fs := &firingStore{Store: st}
 	m := manager.New(fs, clock.NewFake(t0), manager.Config{BeforeEnd: manager.DefaultBeforeEnd})
 	addHosts(t, m, 1, nil)

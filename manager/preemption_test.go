@@ -10,7 +10,6 @@ import (
 	"climate"
 	"climate/clock"
 	"climate/manager"
-	"climate/sqlite"
 )
 
 const notice = 10 * time.Minute
@@ -19,11 +18,7 @@ const notice = 10 * time.Minute
 // time, over SQLite, with n hosts.
 func preemptSetup(t *testing.T, cleaning time.Duration, n int) (*manager.Manager, climate.Store, *clock.Fake, []string) {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), t.TempDir()+"/climate.db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := openStore(t)
 	clk := clock.NewFake(t0)
 	m := manager.New(st, clk, manager.Config{BeforeEnd: manager.DefaultBeforeEnd, Cleaning: cleaning, PreemptionNotice: notice})
 	return m, st, clk, addHosts(t, m, n, nil)
@@ -313,12 +308,7 @@ func TestHealingMovesPreemptibleLease(t *testing.T) {
 // takes them back as it takes hosts, cutting preemptible slots on a host only when it
 // does not fit beside them.
 func TestPreemptibleSlotsAndFloatingIPs(t *testing.T) {
-	ctx := context.Background()
-	st, err := sqlite.Open(ctx, t.TempDir()+"/climate.db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := openStore(t)
 	m := manager.New(st, clock.NewFake(t0), manager.Config{PreemptionNotice: notice})
 	addHosts(t, m, 1, map[string]string{"vcpus": "16", "memory_mb": "65536"})
 	addFloatingIPs(t, m, "ext", "172.24.4.1")

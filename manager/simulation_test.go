@@ -455,11 +455,7 @@ func (r simReport) utilization() float64 { return 100 * r.hostHours / (r.span * 
 
 func simulate(t *testing.T, withPreemptible bool) simReport {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, t.TempDir()+"/climate.db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := openStore(t)
 	hosts := workload.Hosts(simHosts)
 	if err := workload.Load(ctx, st, &workload.Book{Hosts: hosts}, nil); err != nil {
 		t.Fatal(err)

@@ -10,7 +10,6 @@ import (
 	"climate"
 	"climate/clock"
 	"climate/manager"
-	"climate/sqlite"
 )
 
 // recordingTrusts is an in-memory climate.Trusts that records what the manager asks
@@ -38,11 +37,7 @@ func (r *recordingTrusts) Token(context.Context, string) (string, error) { retur
 // deleted leaves no trust behind; a dry run makes none; a refused trust refuses the lease.
 func TestLeaseTrusts(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, t.TempDir()+"/climate.db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := openStore(t)
 	trusts := &recordingTrusts{}
 	m := manager.New(st, clock.NewFake(t0), manager.Config{Trusts: trusts})
 	addHosts(t, m, 1, nil)
@@ -54,7 +49,7 @@ func TestLeaseTrusts(t *testing.T) {
 	if got, err := m.GetLease(ctx, alice, l.ID); err != nil || got.TrustID != l.TrustID {
 		t.Fatalf("stored trust_id %q, %v", got.TrustID, err)
 	}
-	_, err = m.CreateLease(ctx, bob, climate.LeaseRequest{Name: "full", Start: at(time.Hour), End: at(2 * time.Hour),
+	_, err := m.CreateLease(ctx, bob, climate.LeaseRequest{Name: "full", Start: at(time.Hour), End: at(2 * time.Hour),
 		Reservations: []climate.ReservationRequest{hostReq(1, 1, "")}})
 	wantCode(t, err, climate.CodeConflict, "Not enough hosts available")
 	if len(trusts.made) != 2 || !slices.Equal(trusts.deleted, trusts.made[1:]) {

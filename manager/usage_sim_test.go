@@ -15,7 +15,6 @@ import (
 	"climate/clock"
 	"climate/engine"
 	"climate/manager"
-	"climate/sqlite"
 	"climate/workload"
 )
 
@@ -47,11 +46,7 @@ func (failingActions) BeforeEnd(context.Context, *climate.Lease) error { return 
 // and the budgeted project was never charged past its budget.
 func TestUsageMatchesBruteForceOverAMonth(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, t.TempDir()+"/climate.db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := openStore(t)
 	const nHosts = 30
 	if err := workload.Load(ctx, st, &workload.Book{Hosts: workload.Hosts(nHosts)}, nil); err != nil {
 		t.Fatal(err)
