@@ -91,8 +91,9 @@
 // writes are under way may not see an entry with a lower id committed after the page.
 //
 // A writer's own commit does not move AllocationRevision inside its transaction (its
-// changes are stamped at commit), so the manager brings its availability index up to
-// date from the log on its next request, like a replica does with other replicas' writes.
+// changes are stamped at commit; the Store says so, climate.CommitStamped, and the
+// manager reads none there), so the manager brings its availability index up to date
+// from the log on its next request, like a replica does with other replicas' writes.
 // Within a process, Updates also queue on a local semaphore that keeps a few pooled
 // connections for reads, so writers waiting for locks never take every connection away
 // from Views.
@@ -104,8 +105,7 @@
 // error (audit entries, notifications, usage records, charge deltas) are held back and
 // sent with the next statement, in one pgx batch, or with COMMIT. The manager reads no
 // allocation revision in a write transaction (the Store is climate.CommitStamped: its
-// own changes are stamped at commit anyway; AllocationRevision, if called, is read once),
-// and the inventory revision comes in the batch that locks the chosen resources. A lease
+// own changes are stamped at commit anyway), and the inventory revision comes in the batch that locks the chosen resources. A lease
 // creation is four round trips: BEGIN with the resources' locks, their allocations and
 // the inventory revision; the lease's rows; the audit entry and the notification with the
 // project's limits; the usage records and the charge with COMMIT. The resources are held

@@ -213,24 +213,6 @@ func (t *tx) InventoryRevision(ctx context.Context) (int64, error) {
 	return t.Tx.InventoryRevision(ctx)
 }
 
-// AllocationRevision returns the allocation revision. A write transaction's changes get
-// their revisions at commit (doc.go), so it cannot see its own; it reads the revision
-// once, and reading again would only show what other transactions committed meanwhile,
-// which the manager's next catch-up reads anyway.
-func (t *tx) AllocationRevision(ctx context.Context) (int64, error) {
-	if t.p == nil {
-		return t.Tx.AllocationRevision(ctx)
-	}
-	if t.allocation == nil {
-		v, err := t.Tx.AllocationRevision(ctx)
-		if err != nil {
-			return 0, err
-		}
-		t.allocation = &v
-	}
-	return *t.allocation, nil
-}
-
 // lockResources takes transaction-scoped advisory locks on the resources ($1) that a
 // write transaction reads to re-check, keyed by the installation's schema ($2), in key
 // order so that two writers never wait for each other crosswise (the sorted subquery,

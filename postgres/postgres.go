@@ -205,10 +205,10 @@ type tx struct {
 	q      queryer
 	p      *pipe  // a write transaction's, to hold statements back (pipe.go)
 	schema string // keys this installation's resource locks (lockResources)
-	// A write transaction's allocation revision, as first read; the inventory revision
-	// read with the chosen resources' locks, and the pipe's round trip it came in.
-	allocation, inventory *int64
-	inventoryAt           int
+	// The inventory revision read with the chosen resources' locks, and the pipe's round
+	// trip it came in.
+	inventory   *int64
+	inventoryAt int
 }
 
 func newTx(pgTx pgx.Tx, write bool, schema string) *tx {
