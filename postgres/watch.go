@@ -35,9 +35,10 @@ const (
 // earlier ones committed elsewhere), and whenever one writes to the outbox (for the
 // delivery workers). Commits through this Store's own connections are passed over: the
 // code that committed them wakes what it changed (the manager's EventsChanged and
-// Notified, the engine's own loop). It holds one dedicated connection that LISTENs, reconnects after
-// errors (backing off) and calls wake with the zero Change after each (re)connection,
-// since notifications sent meanwhile are lost. It returns nil once ctx is done.
+// Notified, the engine's own loop). It holds one dedicated connection that LISTENs,
+// reconnects after errors (backing off) and calls wake with the zero Change after each
+// (re)connection, since notifications sent meanwhile are lost. It returns nil once ctx
+// is done.
 func (s *Store) WatchEvents(ctx context.Context, wake func(Change)) error {
 	backoff := watchBackoffMin
 	for {

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"strings"
 
 	"climate"
 	"climate/sqlcore"
@@ -24,8 +23,7 @@ func (t *tx) PutUsage(ctx context.Context, rs []climate.UsageRecord) error {
 		for i := range rs[:n] {
 			args = dialect.AppendUsageArgs(args, &rs[i])
 		}
-		row := sqlcore.Placeholders(18)
-		q := `INSERT OR REPLACE INTO usage_records (` + sqlcore.UsageColumns + `) VALUES ` + row + strings.Repeat(`, `+row, n-1)
+		q := `INSERT OR REPLACE INTO usage_records (` + sqlcore.UsageColumns + `) VALUES ` + sqlcore.ValuesRows(18, n)
 		if _, err := t.q.ExecContext(ctx, q, args...); err != nil {
 			return internal(err)
 		}
