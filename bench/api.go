@@ -89,6 +89,12 @@ type APIReport struct {
 	PeakRSSMiB *float64 `json:"peak_rss_mib"`
 	// ReplicaPeakRSSMiB is each replica's peak resident memory (of the largest set).
 	ReplicaPeakRSSMiB []float64 `json:"replica_peak_rss_mib,omitempty"`
+	// WriteTransactions is how many write transactions the servers committed to
+	// PostgreSQL over every run (the creations and the servers' own writes: delivery
+	// cursors, events), and WriteRoundTrips how many round trips to the database they
+	// took on average, BEGIN and COMMIT included; zero on SQLite.
+	WriteTransactions int     `json:"write_transactions,omitempty"`
+	WriteRoundTrips   float64 `json:"write_round_trips,omitempty"`
 	// BlazarCreateSeconds is upstream Blazar's median for a whole plain lease creation at
 	// this scale (one client), where WORKLOAD.md gives one.
 	BlazarCreateSeconds *float64       `json:"blazar_create_seconds"`
@@ -295,7 +301,31 @@ func (b *apiBench) runSet(ctx context.Context, l *serverLauncher, k, n int, o *A
 		return err
 	}
 	readPeakRSS(srvs, n == rep.Replicas && rep.ReplicaPeakRSSMiB == nil, rep, stderr)
+	if o.Database != "" {
+		b.countRoundTrips(ctx, rep, stderr)
+	}
 	return nil
+}
+
+// countRoundTrips adds the servers' write transactions and their round trips (read from
+// /metrics before they stop) to rep's.
+func (b *apiBench) countRoundTrips(ctx context.Context, rep *APIReport, stderr io.Writer) {
+	trips := rep.WriteRoundTrips * float64(rep.WriteTransactions)
+	for _, base := range b.bases {
+		txs, rts, ok, err := b.writeRoundTrips(ctx, base)
+		if err == nil && !ok {
+			err = errors.New("the server's /metrics has no climate_store_write_round_trips_total")
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "write round trips unavailable: %v\n", err)
+			return
+		}
+		rep.WriteTransactions += int(txs)
+		trips += rts
+	}
+	if rep.WriteTransactions > 0 {
+		rep.WriteRoundTrips = round(trips/float64(rep.WriteTransactions), 2)
+	}
 }
 
 // loadAPIBook loads the book of o into the SQLite database in dir or PostgreSQL at

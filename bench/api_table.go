@@ -83,6 +83,10 @@ func writeAPITable(w io.Writer, rep *APIReport) error {
 			fmt.Fprintf(w, "Creations/s with %s over %d (at %s): %.2f×\n", plural(r.Of, "replica"), r.Over, plural(r.At, "client"), r.Ratio)
 		}
 	}
+	if rep.WriteTransactions > 0 {
+		fmt.Fprintf(w, "\nRound trips to the database per write transaction: %.2f, over %d transactions (the creations and the servers' own writes)\n",
+			rep.WriteRoundTrips, rep.WriteTransactions)
+	}
 	if len(rep.ReplicaPeakRSSMiB) > 1 {
 		var each []string
 		for _, v := range rep.ReplicaPeakRSSMiB {

@@ -16,6 +16,12 @@ type LeaseCounter interface {
 	CountLeases(ctx context.Context) (map[climate.LeaseStatus]int, error)
 }
 
+// RoundTripCounter is a Store that counts its write transactions' round trips to the
+// database (PostgreSQL's does; SQLite's has none).
+type RoundTripCounter interface {
+	WriteRoundTrips() (transactions, roundTrips int64)
+}
+
 // StoreCollector reports what the store holds now: leases by status, reservable hosts and
 // hosts allocated now. It reads the store at scrape time, at most once per MinInterval
 // (later scrapes get the last figures) and within Timeout, so scraping cannot load the
@@ -46,6 +52,10 @@ var (
 		"Hosts allocated now to a lease (whole, or some of their instance slots).", nil, nil)
 	storeUpDesc = prometheus.NewDesc("climate_store_scrape_ok",
 		"1 when the store's figures were read for this scrape (or recently), 0 when reading them failed.", nil, nil)
+	writesDesc = prometheus.NewDesc("climate_store_write_transactions_total",
+		"Write transactions this process committed to a store a network away (PostgreSQL).", nil, nil)
+	roundTripsDesc = prometheus.NewDesc("climate_store_write_round_trips_total",
+		"Round trips to the database those write transactions took, BEGIN and COMMIT included.", nil, nil)
 )
 
 // Describe implements prometheus.Collector.
@@ -54,10 +64,19 @@ func (c *StoreCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- reservableDesc
 	ch <- allocatedDesc
 	ch <- storeUpDesc
+	if _, ok := c.Store.(RoundTripCounter); ok {
+		ch <- writesDesc
+		ch <- roundTripsDesc
+	}
 }
 
 // Collect implements prometheus.Collector.
 func (c *StoreCollector) Collect(ch chan<- prometheus.Metric) {
+	if rc, ok := c.Store.(RoundTripCounter); ok { // counted in memory: no read, no cache
+		txs, trips := rc.WriteRoundTrips()
+		ch <- prometheus.MustNewConstMetric(writesDesc, prometheus.CounterValue, float64(txs))
+		ch <- prometheus.MustNewConstMetric(roundTripsDesc, prometheus.CounterValue, float64(trips))
+	}
 	f, err := c.figures()
 	if err != nil {
 		ch <- prometheus.MustNewConstMetric(storeUpDesc, prometheus.GaugeValue, 0)

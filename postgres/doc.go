@@ -102,16 +102,17 @@
 //
 // An Update runs on one connection through a pipe (pipe.go) rather than a pgx.Tx: BEGIN
 // goes with the transaction's first statement, and the writes whose only answer is an
-// error (audit entries, notifications, usage records, charge deltas) are held back and
-// sent with the next statement, in one pgx batch, or with COMMIT. The manager reads no
-// allocation revision in a write transaction (the Store is climate.CommitStamped: its
-// own changes are stamped at commit anyway), and the inventory revision comes in the batch that locks the chosen resources. A lease
-// creation is four round trips: BEGIN with the resources' locks, their allocations and
-// the inventory revision; the lease's rows; the audit entry and the notification with the
-// project's limits; the usage records and the charge with COMMIT. The resources are held
-// for all four. A held statement that fails aborts the
-// transaction, and the statement it went with (or COMMIT) returns its error, so nothing
-// is written, as when each went alone.
+// error (a lease's rows, whose ids are new; audit entries, notifications, usage records,
+// charge deltas) are held back and sent with the next statement, in one pgx batch, or
+// with COMMIT. The manager reads no allocation revision in a write transaction (the
+// Store is climate.CommitStamped: its own changes are stamped at commit anyway), and the
+// inventory revision comes in the batch that locks the chosen resources. A lease
+// creation is three round trips: BEGIN with the resources' locks, their allocations and
+// the inventory revision; the lease's rows, the audit entry and the notification with
+// the project's limits; the usage records and the charge with COMMIT. The resources are
+// held for all three. A held statement that fails (a taken id) aborts the transaction,
+// and the statement it went with (or COMMIT) returns its error, so nothing is written, as
+// when each went alone.
 //
 // # The exclusion constraints
 //

@@ -11,7 +11,7 @@ import (
 	"climate/sqlcore"
 )
 
-// The lease reads and DeleteLease are sqlcore's.
+// The lease list is sqlcore's.
 
 // The inserts of a lease and its children. ON CONFLICT DO NOTHING reports a duplicate
 // without aborting the transaction, as the SQLite store leaves it usable; an allocation's
@@ -30,8 +30,8 @@ func (t *tx) InsertLease(ctx context.Context, l *climate.Lease) error {
 	if err := t.Writable(); err != nil {
 		return err
 	}
-	// One round trip for the lease and all its children (a pgx batch; the first error
-	// stops it).
+	// The lease and all its children go with the transaction's next statement (pipe.go):
+	// their only answer is an error (a taken id), which that statement returns.
 	b := &pgx.Batch{}
 	b.Queue(insertLease, dialect.LeaseArgs(l)...).Exec(inserted("Lease", l.ID))
 	for i := range l.Reservations {
@@ -51,7 +51,8 @@ func (t *tx) InsertLease(ctx context.Context, l *climate.Lease) error {
 		args = dialect.AppendEventArgs(args, l.ID, &l.Events[i])
 	}
 	queueRows(b, `INSERT INTO events (`+sqlcore.EventInsertColumns+`)`, ` ON CONFLICT (id) DO NOTHING`, 7, args, "An event of lease "+l.ID)
-	return t.send(ctx, b)
+	t.p.holdBatch(b)
+	return nil
 }
 
 // rowsPerStatement bounds a multi-row statement (PostgreSQL takes at most 65,535
@@ -74,11 +75,6 @@ func queueRows(b *pgx.Batch, insert, suffix string, width int, args []any, what 
 		})
 		args = args[n*width:]
 	}
-}
-
-// send runs a batch and returns its first error (a callback's included).
-func (t *tx) send(ctx context.Context, b *pgx.Batch) error {
-	return dbError(t.q.SendBatch(ctx, b).Close())
 }
 
 // inserted is the callback of an INSERT … ON CONFLICT DO NOTHING: no row means the id
@@ -105,23 +101,34 @@ func queueEvent(b *pgx.Batch, leaseID string, e *climate.Event) {
 	b.Queue(insertEvent, dialect.AppendEventArgs(make([]any, 0, 7), leaseID, e)...).Exec(inserted("Event", e.ID))
 }
 
-// GetLease returns a lease with its children. In a write transaction it first locks the
-// lease's row to commit, so that changes of one lease (the manager's update, each event's
-// transitions, on any replica) take turns from their read to their commit: the read after
-// the lock sees the previous holder's commit, and nothing writes back a status or an
-// event it read before another's change (see doc.go).
+// GetLease returns a lease with its children, in one round trip (sqlcore.LeaseQueries in
+// a batch). In a write transaction it first locks the lease's row to commit, in the same
+// batch, so that changes of one lease (the manager's update, each event's transitions,
+// on any replica) take turns from their read to their commit: each statement of the
+// batch takes its own snapshot, so the reads after the lock see the previous holder's
+// commit, and nothing writes back a status or an event it read before another's change
+// (see doc.go).
 func (t *tx) GetLease(ctx context.Context, id string) (*climate.Lease, error) {
+	b := &pgx.Batch{}
 	if t.Write {
-		if _, err := t.q.Exec(ctx, `SELECT 1 FROM leases WHERE id = $1 FOR NO KEY UPDATE`, id); err != nil {
+		b.Queue(`SELECT 1 FROM leases WHERE id = $1 FOR NO KEY UPDATE`, id)
+	}
+	for _, q := range sqlcore.LeaseQueries {
+		b.Queue(rebinder.Rebind(q), id)
+	}
+	br := t.q.SendBatch(ctx, b)
+	defer br.Close()
+	if t.Write {
+		if _, err := br.Exec(); err != nil {
 			return nil, dbError(err)
 		}
 	}
-	return t.Tx.GetLease(ctx, id)
+	return dialect.LoadLease(id, func() (sqlcore.Rows, error) { return br.Query() })
 }
 
 // UpdateLease writes the lease row and syncs its children by id, writing only those that
-// changed (sqlcore.SyncLease). The writes go in one batch, in the order they are made:
-// one round trip after the read.
+// changed (sqlcore.SyncLease). The writes are held, in the order they are made, to go
+// with the transaction's next statement (pipe.go).
 func (t *tx) UpdateLease(ctx context.Context, l *climate.Lease) error {
 	if err := t.Writable(); err != nil {
 		return err
@@ -134,7 +141,25 @@ func (t *tx) UpdateLease(ctx context.Context, l *climate.Lease) error {
 	if err := dialect.SyncLease(cur, l, w); err != nil {
 		return err
 	}
-	return t.send(ctx, w.b)
+	t.p.holdBatch(w.b)
+	return nil
+}
+
+// DeleteLease deletes a lease and, by cascade, its children. The statement is held to go
+// with the transaction's next statement or its COMMIT (pipe.go), which returns
+// CodeNotFound if it deleted nothing.
+func (t *tx) DeleteLease(ctx context.Context, id string) error {
+	if err := t.Writable(); err != nil {
+		return err
+	}
+	t.p.hold(func(br pgx.BatchResults) error {
+		tag, err := br.Exec()
+		if err == nil && tag.RowsAffected() == 0 {
+			err = sqlcore.LeaseNotFound(id)
+		}
+		return err
+	}, `DELETE FROM leases WHERE id = $1`, id)
+	return nil
 }
 
 // batchWriter queues SyncLease's writes.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -26,6 +27,8 @@ type Store struct {
 	// own holds the server process ids of the pool's connections: WatchEvents passes over
 	// what they notify, which this process was told of as it committed.
 	own sync.Map
+	// The write transactions committed and the round trips they took (WriteRoundTrips).
+	committed, roundTrips atomic.Int64
 }
 
 var _ climate.Store = (*Store)(nil)
@@ -187,7 +190,16 @@ func (s *Store) write(ctx context.Context, fn func(*tx) error) error {
 		return dbError(err)
 	}
 	committed = true
+	s.committed.Add(1)
+	s.roundTrips.Add(int64(p.sent))
 	return nil
+}
+
+// WriteRoundTrips returns how many write transactions this Store has committed and how
+// many round trips to the database they took in all, BEGIN and COMMIT included
+// (metrics.RoundTripCounter): what a database a network away costs each write.
+func (s *Store) WriteRoundTrips() (transactions, roundTrips int64) {
+	return s.committed.Load(), s.roundTrips.Load()
 }
 
 // rollback ends a transaction that was not committed. It runs even when ctx is cancelled,

@@ -113,14 +113,42 @@ func decodeAddresses(s string) ([]string, error) {
 
 const leaseSelect = `SELECT ` + LeaseColumns + ` FROM leases`
 
-func leaseNotFound(id string) error {
+// LeaseNotFound is the error for lease id missing, in Blazar's words.
+func LeaseNotFound(id string) error {
 	return climate.Errorf(climate.CodeNotFound, "Object with {'lease_id': '%s'} not found", id)
 }
 
 // GetLease returns a lease with its children.
 func (t *Tx) GetLease(ctx context.Context, id string) (*climate.Lease, error) {
 	leases, err := t.loadLeases(ctx, leaseSelect+" WHERE id = ?", []any{id}, false)
-	return first(leases, err, func() error { return leaseNotFound(id) })
+	return first(leases, err, func() error { return LeaseNotFound(id) })
+}
+
+// LeaseQueries are GetLease's queries, each with the lease's id as its one argument: the
+// lease row, then its reservations, allocations and events. A store that can send them in
+// one round trip (PostgreSQL's batch) does, and reads their rows with LoadLease.
+var LeaseQueries = [4]string{leaseSelect + " WHERE id = ?", reservationSelect + " WHERE lease_id = ?" + childOrder,
+	allocationSelect + " WHERE lease_id = ?" + allocationOrder, eventSelect + " WHERE lease_id = ?" + childOrder}
+
+// LoadLease reads lease id from the rows of LeaseQueries' queries, which next returns in
+// their order; CodeNotFound when there is no such lease.
+func (d *Dialect) LoadLease(id string, next func() (Rows, error)) (*climate.Lease, error) {
+	var b leaseBuilder
+	for _, read := range []func(Rows) error{
+		func(rows Rows) error { return Each(d, rows, leaseRow, b.lease) },
+		func(rows Rows) error { return Each(d, rows, reservationRow, b.reservation) },
+		func(rows Rows) error { return Each(d, rows, AllocationRow, b.allocation) },
+		func(rows Rows) error { return Each(d, rows, EventRow, b.event) },
+	} {
+		rows, err := next()
+		if err != nil {
+			return nil, d.Err(err)
+		}
+		if err := read(rows); err != nil {
+			return nil, err
+		}
+	}
+	return first(b.leases, nil, func() error { return LeaseNotFound(id) })
 }
 
 // ListLeases returns the leases matching f with their children.
@@ -162,61 +190,84 @@ func (d *Dialect) LeaseQuery(f climate.LeaseFilter) (string, []any) {
 	return q, args
 }
 
+// The children's queries: loadLeases and LeaseQueries add their WHERE, then the order.
+const (
+	reservationSelect = `SELECT id, lease_id, resource_type, status, min_count, max_count, hypervisor_properties,
+		resource_properties, before_end, network_id, amount, required_floatingips, vcpus, memory_mb, disk_gb, affinity,
+		server_group_id, missing_resources, resources_changed, created_at, updated_at
+		FROM reservations`
+	allocationSelect = `SELECT ` + AllocationColumns + ` FROM allocations`
+	eventSelect      = `SELECT ` + EventColumns + ` FROM events`
+	childOrder       = ` ORDER BY created_at, id`
+	allocationOrder  = ` ORDER BY resource_id, start_at, id`
+)
+
 // loadLeases loads the leases q selects (leaseSelect's columns), then each kind of child
 // with one query, so the cost is four queries whatever the number of leases. every says q
 // selects every lease: children are then read by a plain scan, which beats one index probe
 // per lease.
 func (t *Tx) loadLeases(ctx context.Context, q string, args []any, every bool) ([]climate.Lease, error) {
 	d := t.D
-	var leases []climate.Lease
-	index := map[string]int{}
-	err := each(ctx, t, leaseRow, func(l *climate.Lease) {
-		index[l.ID] = len(leases)
-		leases = append(leases, *l)
-	}, q, args...)
-	if err != nil || len(leases) == 0 {
+	var b leaseBuilder
+	if err := each(ctx, t, leaseRow, b.lease, q, args...); err != nil || len(b.leases) == 0 {
 		return nil, err
 	}
-
 	in, childArgs := "", []any(nil)
 	if !every { // one parameter however many ids
-		ids := make([]string, len(leases))
-		for i, l := range leases {
+		ids := make([]string, len(b.leases))
+		for i, l := range b.leases {
 			ids[i] = l.ID
 		}
 		in, childArgs = " WHERE lease_id"+d.InList, []any{d.List(ids)}
 	}
-	resIndex := map[string][2]int{} // reservation id → lease index, reservation index
-	err = each(ctx, t, reservationRow, func(r *climate.Reservation) {
-		li := index[r.LeaseID]
-		resIndex[r.ID] = [2]int{li, len(leases[li].Reservations)}
-		leases[li].Reservations = append(leases[li].Reservations, *r)
-	}, `SELECT id, lease_id, resource_type, status, min_count, max_count, hypervisor_properties,
-		resource_properties, before_end, network_id, amount, required_floatingips, vcpus, memory_mb, disk_gb, affinity,
-		server_group_id, missing_resources, resources_changed, created_at, updated_at
-		FROM reservations`+in+` ORDER BY created_at, id`, childArgs...)
-	if err != nil {
+	if err := each(ctx, t, reservationRow, b.reservation, reservationSelect+in+childOrder, childArgs...); err != nil {
 		return nil, err
 	}
-	err = each(ctx, t, AllocationRow, func(a *climate.Allocation) {
-		if at, ok := resIndex[a.ReservationID]; ok {
-			r := &leases[at[0]].Reservations[at[1]]
-			r.Allocations = append(r.Allocations, *a)
-		}
-	}, `SELECT `+AllocationColumns+`
-		FROM allocations`+in+` ORDER BY resource_id, start_at, id`, childArgs...)
-	if err != nil {
+	if err := each(ctx, t, AllocationRow, b.allocation, allocationSelect+in+allocationOrder, childArgs...); err != nil {
 		return nil, err
 	}
-	err = each(ctx, t, EventRow, func(e *climate.Event) {
-		li := index[e.LeaseID]
-		leases[li].Events = append(leases[li].Events, *e)
-	}, `SELECT `+EventColumns+`
-		FROM events`+in+` ORDER BY created_at, id`, childArgs...)
-	if err != nil {
+	if err := each(ctx, t, EventRow, b.event, eventSelect+in+childOrder, childArgs...); err != nil {
 		return nil, err
 	}
-	return leases, nil
+	return b.leases, nil
+}
+
+// leaseBuilder puts leases together from their rows: the leases first, then their
+// children, each kind in its query's order.
+type leaseBuilder struct {
+	leases   []climate.Lease
+	index    map[string]int    // lease id → index
+	resIndex map[string][2]int // reservation id → lease index, reservation index
+}
+
+func (b *leaseBuilder) lease(l *climate.Lease) {
+	if b.index == nil {
+		b.index, b.resIndex = map[string]int{}, map[string][2]int{}
+	}
+	b.index[l.ID] = len(b.leases)
+	b.leases = append(b.leases, *l)
+}
+
+func (b *leaseBuilder) reservation(r *climate.Reservation) {
+	li, ok := b.index[r.LeaseID]
+	if !ok {
+		return
+	}
+	b.resIndex[r.ID] = [2]int{li, len(b.leases[li].Reservations)}
+	b.leases[li].Reservations = append(b.leases[li].Reservations, *r)
+}
+
+func (b *leaseBuilder) allocation(a *climate.Allocation) {
+	if at, ok := b.resIndex[a.ReservationID]; ok {
+		r := &b.leases[at[0]].Reservations[at[1]]
+		r.Allocations = append(r.Allocations, *a)
+	}
+}
+
+func (b *leaseBuilder) event(e *climate.Event) {
+	if li, ok := b.index[e.LeaseID]; ok {
+		b.leases[li].Events = append(b.leases[li].Events, *e)
+	}
 }
 
 // leaseRow maps a row of LeaseColumns.
@@ -414,7 +465,7 @@ func (t *Tx) DeleteLease(ctx context.Context, id string) error {
 		return err
 	}
 	n, err := t.Q.Exec(ctx, `DELETE FROM leases WHERE id = ?`, id)
-	return t.affected(n, err, func() error { return leaseNotFound(id) })
+	return t.affected(n, err, func() error { return LeaseNotFound(id) })
 }
 
 // ListAllocations returns the allocations matching f.
