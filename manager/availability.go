@@ -37,20 +37,44 @@ func (m *Manager) view(ctx context.Context, fn func(*resource.View) error) error
 }
 
 // revisions reads the store's inventory and allocation revisions, in one statement when
-// the store can (RevisionReader).
+// the store can (RevisionReader). Such a store's statement also brings the allocation
+// changes after the index's revision, which are applied at once: an index a few commits
+// behind (on PostgreSQL, after every commit of this manager's own, whose revisions the
+// store stamps at commit) is caught up in the same round trip.
 func (m *Manager) revisions(ctx context.Context) (inventory, allocation int64, err error) {
-	if r, ok := m.store.(climate.RevisionReader); ok {
+	r, ok := m.store.(climate.RevisionReader)
+	if !ok {
+		err = m.store.View(ctx, func(tx climate.Tx) error {
+			var err error
+			if inventory, err = tx.InventoryRevision(ctx); err != nil {
+				return err
+			}
+			allocation, err = tx.AllocationRevision(ctx)
+			return err
+		})
+		return inventory, allocation, err
+	}
+	m.mu.RLock()
+	cur := m.avail
+	var since, invRev int64
+	if cur != nil {
+		since, invRev = cur.Index.AllocationRevision, cur.Index.InventoryRevision
+	}
+	m.mu.RUnlock()
+	if cur == nil {
 		return r.Revisions(ctx)
 	}
-	err = m.store.View(ctx, func(tx climate.Tx) error {
-		var err error
-		if inventory, err = tx.InventoryRevision(ctx); err != nil {
-			return err
-		}
-		allocation, err = tx.AllocationRevision(ctx)
-		return err
-	})
-	return inventory, allocation, err
+	inventory, allocation, changes, done, err := r.ChangesSince(ctx, since)
+	if err != nil || !done || inventory != invRev || allocation <= since {
+		return inventory, allocation, err // current, or refresh's to bring up to date
+	}
+	m.mu.Lock()
+	if m.avail == cur { // not rebuilt meanwhile; applyLocked skips what others applied since
+		m.applyLocked(cur, changes, allocation)
+		m.catchUps.Add(1)
+	}
+	m.mu.Unlock()
+	return inventory, allocation, nil
 }
 
 // Warm builds the availability index now (a server calls it at start, so the first
