@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -112,12 +113,15 @@ type apiRunReport struct {
 	NoCapacity int `json:"no_capacity"` // 409
 	// GaveUp counts the 409s that say the hosts found kept being booked by concurrent
 	// requests (the server's re-plan attempts ran out), a subset of NoCapacity.
-	GaveUp             int     `json:"gave_up"`
-	MedianMS           float64 `json:"median_ms"`
-	P99MS              float64 `json:"p99_ms"`
-	Seconds            float64 `json:"seconds"`
-	CreationsPerSecond float64 `json:"creations_per_second"`
-	RequestsPerSecond  float64 `json:"requests_per_second"`
+	GaveUp int `json:"gave_up"`
+	// CPUPerRequestMS is what each answered request cost in CPU time, from /proc (absent
+	// without it).
+	CPUPerRequestMS    *cpuPerRequest `json:"cpu_per_request_ms,omitempty"`
+	MedianMS           float64        `json:"median_ms"`
+	P99MS              float64        `json:"p99_ms"`
+	Seconds            float64        `json:"seconds"`
+	CreationsPerSecond float64        `json:"creations_per_second"`
+	RequestsPerSecond  float64        `json:"requests_per_second"`
 }
 
 // API runs bench api and writes its report to stdout as o.Output says (table or json).
@@ -199,6 +203,9 @@ func runAPI(ctx context.Context, o *APIOptions, stderr io.Writer) (*APIReport, e
 	}
 	b := newAPIBench(o, o.Requests*len(o.Clients)*len(o.Replicas))
 	defer b.client.CloseIdleConnections()
+	if o.Database != "" {
+		_, _, b.localDatabase, _ = databaseHost(o.Database)
+	}
 	rep := &APIReport{Server: o.URL, Type: o.Type, Kind: o.Kind}
 	if o.URL != "" {
 		b.bases = []string{strings.TrimRight(o.URL, "/")}
@@ -280,7 +287,7 @@ func (b *apiBench) runSet(ctx context.Context, l *serverLauncher, k, n int, o *A
 			s.Stop()
 		}
 	}()
-	b.bases = nil
+	b.bases, b.pids = nil, nil
 	for i := range n {
 		fmt.Fprintf(stderr, "starting server %d/%d\n", i+1, n)
 		started := time.Now()
@@ -291,6 +298,7 @@ func (b *apiBench) runSet(ctx context.Context, l *serverLauncher, k, n int, o *A
 		rep.StartSeconds = max(rep.StartSeconds, round(time.Since(started).Seconds(), 2))
 		srvs = append(srvs, srv)
 		b.bases = append(b.bases, srv.URL)
+		b.pids = append(b.pids, strconv.Itoa(srv.Cmd.Process.Pid))
 	}
 	if k == 0 {
 		if err := b.start(ctx, o, rep, stderr); err != nil {

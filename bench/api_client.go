@@ -25,6 +25,10 @@ type apiBench struct {
 	instances        []workload.InstanceRequest // typ instance: the requests, windows aside
 	client           *http.Client
 	requests         int // per run
+	// pids are the server subprocesses' (none with --url); localDatabase says PostgreSQL
+	// runs on this host, so its processes' CPU time is the database's.
+	pids          []string
+	localDatabase bool
 }
 
 // newAPIBench prepares n requests of o's type and kind.
@@ -73,15 +77,73 @@ func (b *apiBench) start(ctx context.Context, o *APIOptions, rep *APIReport, std
 func (b *apiBench) runAll(ctx context.Context, clients []int, replicas, first int, rep *APIReport, stderr io.Writer) error {
 	p := &progressLine{w: stderr}
 	for k, c := range clients {
+		before, measured := b.cpuUsed()
 		run, err := b.run(ctx, c, first+k*b.requests, b.requests, p)
 		p.done()
 		if err != nil {
 			return err
 		}
+		if after, ok := b.cpuUsed(); ok && measured {
+			run.CPUPerRequestMS = after.since(before, run.Created+run.NoCapacity)
+		}
 		run.Replicas = replicas
 		rep.Runs = append(rep.Runs, *run)
 	}
 	return nil
+}
+
+// cpuUse is the CPU time used so far by the servers, PostgreSQL's processes and this
+// benchmark (its clients, and with --database-delay the forwarder).
+type cpuUse struct {
+	servers, database, bench time.Duration
+	// hasServers and hasDatabase say which of the first two were measured.
+	hasServers, hasDatabase bool
+}
+
+// cpuPerRequest is the CPU time one request cost, in milliseconds: the servers' (absent
+// with --url), PostgreSQL's (when it runs on this host) and this benchmark's.
+type cpuPerRequest struct {
+	Servers  *float64 `json:"servers,omitempty"`
+	Database *float64 `json:"database,omitempty"`
+	Bench    float64  `json:"bench"`
+}
+
+// cpuUsed reads the CPU time used so far; ok is false where /proc cannot tell.
+func (b *apiBench) cpuUsed() (u cpuUse, ok bool) {
+	var err error
+	if u.bench, err = cpuTime("self"); err != nil {
+		return u, false
+	}
+	for _, pid := range b.pids {
+		t, err := cpuTime(pid)
+		if err != nil {
+			return u, false
+		}
+		u.servers += t
+	}
+	if b.localDatabase {
+		u.database = postgresCPU()
+	}
+	u.hasServers, u.hasDatabase = len(b.pids) > 0, b.localDatabase
+	return u, true
+}
+
+// since is the CPU time per request of n requests made between before and u.
+func (u cpuUse) since(before cpuUse, n int) *cpuPerRequest {
+	if n == 0 {
+		return nil
+	}
+	ms := func(d time.Duration) float64 { return round(float64(d)/float64(n)/float64(time.Millisecond), 3) }
+	c := &cpuPerRequest{Bench: ms(u.bench - before.bench)}
+	if u.hasServers {
+		v := ms(u.servers - before.servers)
+		c.Servers = &v
+	}
+	if u.hasDatabase {
+		v := ms(u.database - before.database)
+		c.Database = &v
+	}
+	return c
 }
 
 type leaseRequestBody struct {

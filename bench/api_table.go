@@ -83,6 +83,7 @@ func writeAPITable(w io.Writer, rep *APIReport) error {
 			fmt.Fprintf(w, "Creations/s with %s over %d (at %s): %.2f×\n", plural(r.Of, "replica"), r.Over, plural(r.At, "client"), r.Ratio)
 		}
 	}
+	writeCPUTable(w, rep.Runs, len(sets) > 1)
 	if rep.WriteTransactions > 0 {
 		fmt.Fprintf(w, "\nRound trips to the database per write transaction: %.2f, over %d transactions (the creations and the servers' own writes)\n",
 			rep.WriteRoundTrips, rep.WriteTransactions)
@@ -123,4 +124,36 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// writeCPUTable prints what each run's requests cost in CPU time, when /proc told.
+func writeCPUTable(w io.Writer, runs []apiRunReport, replicas bool) {
+	ms := func(v *float64) string {
+		if v == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f ms", *v)
+	}
+	var lines []string
+	for _, r := range runs {
+		c := r.CPUPerRequestMS
+		if c == nil {
+			continue
+		}
+		run := plural(r.Clients, "client")
+		if replicas {
+			run = plural(r.Replicas, "replica") + ", " + run
+		}
+		lines = append(lines, fmt.Sprintf("  %s\t%s\t%s\t%.2f ms", run, ms(c.Servers), ms(c.Database), c.Bench))
+	}
+	if len(lines) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nCPU time per request, from /proc (PostgreSQL's when it runs on this host):")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  RUN\tSERVERS\tPOSTGRESQL\tTHIS BENCHMARK")
+	for _, l := range lines {
+		fmt.Fprintln(tw, l)
+	}
+	tw.Flush()
 }

@@ -105,6 +105,18 @@ func TestBenchAPISubprocess(t *testing.T) {
 	if rep.PeakRSSMiB == nil || *rep.PeakRSSMiB <= 1 || rep.FirstRequestMS <= 0 {
 		t.Errorf("peak RSS %v MiB, first request %v ms", rep.PeakRSSMiB, rep.FirstRequestMS)
 	}
+	// The servers' CPU time is measured (some ticks in 40 requests), the database's is not
+	// (SQLite runs inside the server).
+	var serverCPU float64
+	for _, r := range rep.Runs {
+		if c := r.CPUPerRequestMS; c == nil || c.Servers == nil || c.Database != nil || *c.Servers < 0 || c.Bench < 0 {
+			t.Fatalf("run of %d clients: CPU per request %+v, want the servers' and none of a database", r.Clients, c)
+		}
+		serverCPU += *r.CPUPerRequestMS.Servers
+	}
+	if serverCPU == 0 {
+		t.Error("the servers used no CPU time in 40 requests")
+	}
 	if want := simulateCreated(book, workload.Windows(20)); rep.Runs[0].Created != want {
 		t.Errorf("one client: %d created, the planner predicts %d", rep.Runs[0].Created, want)
 	}
@@ -117,6 +129,22 @@ func TestBenchAPISubprocess(t *testing.T) {
 		if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(tmp)) {
 			t.Errorf("server still running: %s: %q", p, b)
 		}
+	}
+}
+
+func TestParseStatCPU(t *testing.T) {
+	// A command may hold spaces and parentheses: fields count from its last ')'.
+	stat := "4242 (a (b) c) S 1 4242 4242 0 -1 4194560 100 0 0 0 150 25 0 0 20 0 4 0 12345 1000 200"
+	got, err := parseStatCPU([]byte(stat))
+	if want := 1750 * time.Millisecond; err != nil || got != want {
+		t.Errorf("parseStatCPU: %v, %v; want %v (utime 150 + stime 25 ticks)", got, err, want)
+	}
+	if _, err := parseStatCPU([]byte("4242 (x) S 1 2")); err == nil {
+		t.Error("parseStatCPU of a short line: no error")
+	}
+	self, err := cpuTime("self")
+	if err != nil || self <= 0 {
+		t.Errorf("cpuTime(self): %v, %v", self, err)
 	}
 }
 

@@ -41,19 +41,29 @@ type delayedLink struct {
 // serverIP is where servers in the namespace listen, reachable from this side.
 func (l *delayedLink) serverIP() string { return l.names.subnet + ".2" }
 
-// openDelayedLink sets the link up for the PostgreSQL URL database, which must name a
-// loopback address: the forwarder only reaches this host's loopback.
-func openDelayedLink(ctx context.Context, names linkNames, database string, rtt time.Duration) (*delayedLink, error) {
-	u, err := url.Parse(database)
-	if err != nil {
-		return nil, errors.New("--database-delay: --database is not a URL")
+// databaseHost parses the PostgreSQL URL database and returns it, its host:port (port
+// 5432 by default), and whether the host is this one's loopback.
+func databaseHost(database string) (u *url.URL, hostPort string, loopback bool, err error) {
+	if u, err = url.Parse(database); err != nil {
+		return nil, "", false, errors.New("--database is not a URL")
 	}
 	host, port := u.Hostname(), u.Port()
 	if port == "" {
 		port = "5432"
 	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return nil, fmt.Errorf("--database-delay: --database must be on this host's loopback (127.0.0.1), not %q", host)
+	ip := net.ParseIP(host)
+	return u, net.JoinHostPort(host, port), host == "localhost" || ip != nil && ip.IsLoopback(), nil
+}
+
+// openDelayedLink sets the link up for the PostgreSQL URL database, which must name a
+// loopback address: the forwarder only reaches this host's loopback.
+func openDelayedLink(ctx context.Context, names linkNames, database string, rtt time.Duration) (*delayedLink, error) {
+	u, hostPort, loopback, err := databaseHost(database)
+	if err != nil {
+		return nil, fmt.Errorf("--database-delay: %w", err)
+	}
+	if !loopback {
+		return nil, fmt.Errorf("--database-delay: --database must be on this host's loopback (127.0.0.1), not %q", u.Hostname())
 	}
 	if _, err := os.Stat("/run/netns/" + names.netns); err == nil {
 		return nil, fmt.Errorf("network namespace %s exists: another bench runs with --database-delay, or one was killed (remove it: NETNS=%s VETH=%s SUBNET=%s bash bench/netem.sh down)",
@@ -70,7 +80,7 @@ func openDelayedLink(ctx context.Context, names linkNames, database string, rtt 
 	if l.netem {
 		fwdDelay = 0
 	}
-	if l.fwd, err = startForwarder(names.subnet+".1:0", net.JoinHostPort(host, port), fwdDelay); err != nil {
+	if l.fwd, err = startForwarder(names.subnet+".1:0", hostPort, fwdDelay); err != nil {
 		_, _ = runNetem(context.Background(), names, "down")
 		return nil, fmt.Errorf("forwarder: %w", err)
 	}

@@ -181,6 +181,9 @@ func TestBenchAPIWithDatabaseDelay(t *testing.T) {
 		if want := []int{1, 1, 2, 2}[i]; r.Replicas != want || r.Created+r.NoCapacity != 8 {
 			t.Errorf("run %d: %+v; want %d replicas and 8 answers", i, r, want)
 		}
+		if c := r.CPUPerRequestMS; c == nil || c.Servers == nil || c.Database == nil {
+			t.Errorf("run %d: CPU per request %+v, want the servers' and the database's", i, c)
+		}
 		// A creation needs at least one round trip to the database.
 		if r.MedianMS < 1 {
 			t.Errorf("run %d: median %v ms, below the 1 ms round trip", i, r.MedianMS)

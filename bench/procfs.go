@@ -3,8 +3,10 @@ package bench
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Process memory and descriptors, read from Linux's /proc.
@@ -65,3 +67,54 @@ func residentBytes(field string) (int64, error) {
 // resetPeakRSS sets this process's peak resident memory (VmHWM) back to its current one,
 // so that a scale's peak is its own (Linux; elsewhere nothing is measured).
 func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
+
+// userHZ is the unit of /proc/PID/stat's CPU times: USER_HZ, 100 on every Linux ABI.
+const userHZ = 100
+
+// cpuTime reads the CPU time (user and system) a process has used, from /proc/PID/stat
+// ("self" for this one).
+func cpuTime(pid string) (time.Duration, error) {
+	data, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	return parseStatCPU(data)
+}
+
+// parseStatCPU reads utime and stime, the 14th and 15th fields of /proc/PID/stat; the
+// second field, the command in parentheses, may hold spaces, so fields count from its end.
+func parseStatCPU(stat []byte) (time.Duration, error) {
+	s := string(stat)
+	i := strings.LastIndexByte(s, ')')
+	f := strings.Fields(s[i+1:]) // from the 3rd field on
+	if i < 0 || len(f) < 13 {
+		return 0, fmt.Errorf("/proc/PID/stat: %d fields after the command, want 13 or more", len(f))
+	}
+	var ticks int64
+	for _, v := range f[11:13] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/PID/stat: %w", err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / userHZ, nil
+}
+
+// postgresCPU sums the CPU time of this host's processes named postgres (the postmaster,
+// its backends and helpers): with the database on this host, what it spent. A backend
+// that exits takes its time with it, so it is a lower bound; processes it may not read are
+// left out.
+func postgresCPU() time.Duration {
+	var total time.Duration
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		if comm, err := os.ReadFile(d + "/comm"); err != nil || strings.TrimSpace(string(comm)) != "postgres" {
+			continue
+		}
+		if t, err := cpuTime(filepath.Base(d)); err == nil {
+			total += t
+		}
+	}
+	return total
+}
