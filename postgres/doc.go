@@ -85,12 +85,17 @@
 // on a busy 2-core machine 663 flushes for 600 creations took 2.3 ms each, and 13 of 16
 // writers were waiting for the lock). Everything before the commit runs side by side, so
 // with a database a round trip away concurrent writers still scale somewhat (bench api
-// --database-delay). Removing this last step needs a revision that readers can bound
-// without a lock held through the flush: revisions from a sequence, taken in the round
-// trip that carries COMMIT (which would also tell the committing manager its own
-// revisions), and a reader that trusts the log up to the newest revision it saw only once
-// every transaction in progress in that snapshot has ended (a stamp below it can only
-// belong to one of them).
+// --database-delay). Removing this last step means giving up numbers assigned in commit
+// order for a cursor PostgreSQL can answer without a lock: log each change with its
+// transaction's id (pg_current_xact_id) instead of a revision, and let a reader's cursor
+// be the snapshot of its last read (pg_current_snapshot). The changes since are the rows
+// visible now whose transaction the cursor's snapshot does not see
+// (NOT pg_visible_in_snapshot, over ids from the cursor's xmin on), read in one statement
+// whose own snapshot becomes the next cursor: every change is read exactly once, however
+// commits interleave. Within a read, sorting by a sequence taken as each change is logged
+// keeps one allocation's changes in order (its row lock orders its writers). The planner's
+// revision comparisons and pending commits, and the delivery cursors, would move from
+// numbers to snapshots.
 //
 // The audit trail's id is still taken when the row is inserted: a reader paging it while
 // writes are under way may not see an entry with a lower id committed after the page.
