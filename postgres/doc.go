@@ -104,9 +104,11 @@
 // changes are stamped at commit; the Store says so, climate.CommitStamped, and the
 // manager reads none there), so the manager brings its availability index up to date
 // from the log on its next request, like a replica does with other replicas' writes.
-// Within a process, Updates also queue on a local semaphore that keeps a few pooled
+// Within a process, Updates also queue on a local semaphore that keeps four pooled
 // connections for reads, so writers waiting for locks never take every connection away
-// from Views.
+// from Views. The pool's default size, eight, leaves four writers a process: more would
+// only queue on the commit stamp, where a wait costs PostgreSQL far more (defaultMaxConns
+// gives the figures); pool_max_conns in the URL sets it.
 //
 // # Round trips
 //
