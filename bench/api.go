@@ -316,9 +316,8 @@ func (b *apiBench) runSet(ctx context.Context, l *serverLauncher, k, n int, o *A
 }
 
 // countRoundTrips adds the servers' write transactions and their round trips (read from
-// /metrics before they stop) to rep's.
+// /metrics before they stop) to the totals, and reports their average.
 func (b *apiBench) countRoundTrips(ctx context.Context, rep *APIReport, stderr io.Writer) {
-	trips := rep.WriteRoundTrips * float64(rep.WriteTransactions)
 	for _, base := range b.bases {
 		txs, rts, ok, err := b.writeRoundTrips(ctx, base)
 		if err == nil && !ok {
@@ -328,11 +327,11 @@ func (b *apiBench) countRoundTrips(ctx context.Context, rep *APIReport, stderr i
 			fmt.Fprintf(stderr, "write round trips unavailable: %v\n", err)
 			return
 		}
-		rep.WriteTransactions += int(txs)
-		trips += rts
+		b.writes += txs
+		b.roundTrips += rts
 	}
-	if rep.WriteTransactions > 0 {
-		rep.WriteRoundTrips = round(trips/float64(rep.WriteTransactions), 2)
+	if b.writes > 0 {
+		rep.WriteTransactions, rep.WriteRoundTrips = int(b.writes), round(b.roundTrips/b.writes, 2)
 	}
 }
 

@@ -29,6 +29,9 @@ type apiBench struct {
 	// runs on this host, so its processes' CPU time is the database's.
 	pids          []string
 	localDatabase bool
+	// writes and roundTrips total the servers' write transactions and their round trips
+	// over every run (countRoundTrips).
+	writes, roundTrips float64
 }
 
 // newAPIBench prepares n requests of o's type and kind.

@@ -68,12 +68,7 @@ func (m *Manager) revisions(ctx context.Context) (inventory, allocation int64, e
 	if err != nil || !done || inventory != invRev || allocation <= since {
 		return inventory, allocation, err // current, or refresh's to bring up to date
 	}
-	m.mu.Lock()
-	if m.avail == cur { // not rebuilt meanwhile; applyLocked skips what others applied since
-		m.applyLocked(cur, changes, allocation)
-		m.catchUps.Add(1)
-	}
-	m.mu.Unlock()
+	m.caughtUp(cur, changes, allocation)
 	return inventory, allocation, nil
 }
 
@@ -157,11 +152,17 @@ func (m *Manager) catchUp(ctx context.Context, cur *resource.View) (done bool, e
 	if err != nil || !done || rev < since { // rev < since: not the same database's history
 		return false, err
 	}
+	m.caughtUp(cur, changes, rev)
+	return true, nil
+}
+
+// caughtUp applies to cur the changes read from the log up to revision rev; applyLocked
+// skips what was applied meanwhile, and a view rebuilt meanwhile is left as it is.
+func (m *Manager) caughtUp(cur *resource.View, changes []climate.AllocationChange, rev int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.applyLocked(cur, changes, rev)
 	m.catchUps.Add(1)
-	return true, nil
 }
 
 // pendingCommit is a commit of this manager that reached the store before an earlier one

@@ -51,11 +51,7 @@ func (p *pipe) hold(read func(pgx.BatchResults) error, sql string, args ...any) 
 func (p *pipe) holdBatch(b *pgx.Batch) {
 	for _, q := range b.QueuedQueries {
 		p.held.QueuedQueries = append(p.held.QueuedQueries, q)
-		var read func(pgx.BatchResults) error
-		if fn := q.Fn; fn != nil {
-			read = func(br pgx.BatchResults) error { return fn(br) }
-		}
-		p.read = append(p.read, read)
+		p.read = append(p.read, q.Fn) // nil: read as an Exec
 	}
 }
 
