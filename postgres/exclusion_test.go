@@ -73,6 +73,17 @@ func TestExclusionConstraintRejectsOverlap(t *testing.T) {
 	if err := insertAlloc("raw-after", end, end.Add(time.Hour)); err != nil {
 		t.Errorf("back-to-back insert: %v; want success", err)
 	}
+	// An allocation names its reservation's lease (one foreign key on the pair), not just
+	// some lease.
+	if _, err := s.pool.Exec(ctx, `INSERT INTO leases (id, name, user_id, project_id, start_at, end_at, status, created_at)
+		VALUES ('raw2', 'raw2', 'u', 'p', $1, $2, 'PENDING', $1)`, t0, t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.pool.Exec(ctx, `INSERT INTO allocations (id, reservation_id, lease_id, resource_id, start_at, end_at)
+		VALUES ('raw-other-lease', 'raw-r', 'raw2', 'h9', $1, $2)`, t0, t0.Add(time.Hour))
+	if sqlState(err) != "23503" {
+		t.Errorf("an allocation of reservation raw-r naming lease raw2: %v; want a foreign key violation (SQLSTATE 23503)", err)
+	}
 }
 
 // The constraint is deferred: a lease update that replaces an allocation by another of the

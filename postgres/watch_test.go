@@ -85,7 +85,8 @@ func TestWatchEventsWakesOnOtherStoresCommits(t *testing.T) {
 	w.wait(t, "an event moved")
 }
 
-// A committed event's notification says when it is due; an outbox write's says so. What
+// A committed event's notification says when it is due (the earliest of a statement's
+// events); an outbox write's says so. What
 // the watching store commits itself is passed over (its callers were woken as they
 // committed).
 func TestWatchEventsSaysWhatChanged(t *testing.T) {
@@ -111,9 +112,14 @@ func TestWatchEventsSaysWhatChanged(t *testing.T) {
 	}
 	// Notifications arrive in commit order: had s's own been passed on, it would come first.
 	insert(t, s, testLease("mine", t0.Add(time.Hour), t0.Add(2*time.Hour), "h2"))
-	insert(t, other, testLease("l", t0, t0.Add(time.Hour), "h1"))
-	if c := next("a lease's start event"); !c.Due.Equal(t0) || c.Outbox {
-		t.Errorf("the start event's notification: %+v, want due %s (the other store's lease)", c, t0)
+	// A lease's events make one notification, due when the earliest is: the end event,
+	// written first, is not notified at all.
+	l := testLease("l", t0, t0.Add(time.Hour), "h1")
+	l.Events = append([]climate.Event{{ID: "l-end", LeaseID: "l", Type: climate.EventEndLease, Time: t0.Add(time.Hour),
+		Status: climate.EventUndone, CreatedAt: t0}}, l.Events...)
+	insert(t, other, l)
+	if c := next("a lease's events"); !c.Due.Equal(t0) || c.Outbox {
+		t.Errorf("the lease's events' notification: %+v, want due %s (the other store's start event)", c, t0)
 	}
 	err := other.Update(ctx, func(tx climate.Tx) error {
 		return tx.AddNotification(ctx, &climate.Notification{ID: "n", EventType: "lease.create", LeaseID: "l", Payload: []byte(`{}`), CreatedAt: t0})
