@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -38,4 +39,43 @@ func (s *Store) TryLead(ctx context.Context, name, holder string, ttl time.Durat
 func (s *Store) Resign(ctx context.Context, name, holder string) error {
 	_, err := s.pool.Exec(ctx, `DELETE FROM leaders WHERE name = $1 AND holder = $2`, name, holder)
 	return dbError(err)
+}
+
+// Lead is holder's lead of name for callers that ask whether they lead far more often
+// than it needs renewing (the notification deliverer asks on every wake-up, once per
+// lease created at low load). Lead.Try renews it with TryLead only once a third of ttl
+// has passed since the last renewal began; in between it answers true without a write.
+// The lead it reports is sound: the database keeps it until at least the start of that
+// renewal plus ttl.
+type Lead struct {
+	store        *Store
+	name, holder string
+	ttl          time.Duration
+	now          func() time.Time // time.Now; tests move it
+
+	mu      sync.Mutex
+	renewed time.Time // when the last successful renewal began; zero: not leading
+}
+
+// NewLead returns holder's lead of name, not yet taken.
+func (s *Store) NewLead(name, holder string, ttl time.Duration) *Lead {
+	return &Lead{store: s, name: name, holder: holder, ttl: ttl, now: time.Now}
+}
+
+// Try reports whether the holder leads, renewing or taking the lead when a third of ttl
+// has passed since the last renewal (TryLead).
+func (l *Lead) Try(ctx context.Context) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	start := l.now()
+	if !l.renewed.IsZero() && start.Sub(l.renewed) < l.ttl/3 {
+		return true, nil
+	}
+	ok, err := l.store.TryLead(ctx, l.name, l.holder, l.ttl)
+	if err != nil || !ok {
+		l.renewed = time.Time{}
+		return ok, err
+	}
+	l.renewed = start
+	return true, nil
 }

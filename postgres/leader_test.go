@@ -87,3 +87,49 @@ func TestTryLeadRace(t *testing.T) {
 		t.Errorf("%d leaders; want 1", leaders)
 	}
 }
+
+// A Lead renews only once a third of its ttl has passed: until then Try answers from
+// memory, and the database's row (its expiry) is left as it was.
+func TestLeadRenewsEveryThirdOfItsTTL(t *testing.T) {
+	dsn := TestDSN(t)
+	a, b := open(t, dsn), open(t, dsn)
+	now := time.Now()
+	l := a.NewLead("deliver", "a", time.Minute)
+	l.now = func() time.Time { return now }
+	expiry := func() (e time.Time) {
+		t.Helper()
+		if err := a.pool.QueryRow(ctx, `SELECT expires_at FROM leaders WHERE name = 'deliver'`).Scan(&e); err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	try := func(what string, want bool) {
+		t.Helper()
+		if got, err := l.Try(ctx); err != nil || got != want {
+			t.Fatalf("%s: Try = %v, %v; want %v", what, got, err, want)
+		}
+	}
+	try("first", true)
+	first := expiry()
+	now = now.Add(20*time.Second - time.Microsecond)
+	try("just under a third of the ttl later", true)
+	if e := expiry(); !e.Equal(first) {
+		t.Errorf("expiry moved from %s to %s before a third of the ttl passed", first, e)
+	}
+	now = now.Add(time.Microsecond)
+	try("a third of the ttl later", true)
+	if e := expiry(); !e.After(first) {
+		t.Errorf("expiry %s not renewed past %s after a third of the ttl", e, first)
+	}
+
+	// Another holder's lead is asked of the database every time until it is had.
+	if err := a.Resign(ctx, "deliver", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := b.TryLead(ctx, "deliver", "b", time.Minute); err != nil || !ok {
+		t.Fatalf("b's TryLead after a resigned: %v, %v", ok, err)
+	}
+	now = now.Add(20 * time.Second)
+	try("after b took over", false)
+	try("again, at the same instant", false)
+}

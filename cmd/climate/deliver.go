@@ -61,7 +61,9 @@ func (o *notifyOptions) destinations(log *slog.Logger) ([]notify.Destination, fu
 }
 
 // Notification delivery on PostgreSQL: one replica at a time delivers, holding the
-// "deliver" leader row, renewed at least every deliverMaxSleep.
+// "deliver" leader row. A round runs at least every deliverMaxSleep and renews the row
+// once a third of deliverLeadTTL has passed (postgres.Lead), so it is renewed within
+// deliverLeadTTL/3 + deliverMaxSleep, well before it expires.
 const (
 	deliverLeadTTL  = 10 * time.Second
 	deliverMaxSleep = 3 * time.Second
@@ -82,8 +84,8 @@ func newDeliverer(st climate.Store, pg *postgres.Store, clk climate.Clock, log *
 		Logger:   log,
 	}
 	if pg != nil {
-		holder := climate.NewID()
-		cfg.Lead = func(ctx context.Context) (bool, error) { return pg.TryLead(ctx, "deliver", holder, deliverLeadTTL) }
+		// Asked on every wake-up: renewed (written) only every third of the ttl.
+		cfg.Lead = pg.NewLead("deliver", climate.NewID(), deliverLeadTTL).Try
 		cfg.MaxSleep = deliverMaxSleep
 	}
 	return notify.NewWorker(st, clk, cfg)
