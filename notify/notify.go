@@ -27,8 +27,9 @@ type Destination interface {
 }
 
 // Replayable is implemented by destinations for which a repeated delivery costs nothing
-// (the log): the worker saves their cursor once a round instead of after every
-// delivery, so a crash or a takeover repeats at most one round's deliveries to them.
+// (the log): the worker saves their cursor at most once a second, or once a batch (100)
+// is owed, instead of after every delivery, so a crash or a takeover repeats at most a
+// second's deliveries to them, and never more than two batches.
 type Replayable interface {
 	Replayable()
 }

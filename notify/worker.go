@@ -65,7 +65,24 @@ type Worker struct {
 	clock climate.Clock
 	cfg   Config
 	wake  chan struct{}
+
+	mu     sync.Mutex
+	replay map[string]*replayState // by Replayable destination
 }
+
+// replayState is how far a Replayable destination has been delivered beyond its saved
+// cursor. Its cursor is saved once replaySaveEvery has passed since the last save, or
+// once a batch is owed, rather than every round: at low load a round is one lease
+// creation, and the save a write transaction (on PostgreSQL a commit of its own).
+type replayState struct {
+	cur     climate.DeliveryCursor // delivered up to cur.Position
+	owed    int                    // deliveries since the last save
+	savedAt time.Time
+}
+
+// replaySaveEvery bounds how long a Replayable destination's delivered position stays
+// unsaved.
+const replaySaveEvery = time.Second
 
 // DefaultGiveUpAfter is how long a destination retries a notification by default.
 const DefaultGiveUpAfter = 24 * time.Hour
@@ -281,13 +298,22 @@ func (w *Worker) serve(ctx context.Context, d Destination) (time.Time, error) {
 			if cur, ok, err = tx.DeliveryCursor(ctx, d.Name()); err != nil || !ok {
 				cur = climate.DeliveryCursor{Destination: d.Name()} // new: from the oldest kept
 			}
+			if replayable {
+				w.replayedAhead(&cur)
+			}
 			if err == nil {
 				pending, err = tx.Notifications(ctx, cur.Position, batch)
 			}
 			return err
 		})
-		if err != nil || len(pending) == 0 {
+		if err != nil {
 			return time.Time{}, err
+		}
+		if len(pending) == 0 {
+			if replayable {
+				return w.settleReplayed(ctx, cur, 0)
+			}
+			return time.Time{}, nil
 		}
 		if now := w.clock.Now(); cur.NextAttempt.After(now) {
 			return cur.NextAttempt, nil
@@ -319,6 +345,13 @@ func (w *Worker) serve(ctx context.Context, d Destination) (time.Time, error) {
 				saved = cur.Position
 			}
 		}
+		if replayable {
+			retryAt, err := w.settleReplayed(ctx, cur, len(pending))
+			if err != nil || len(pending) < batch {
+				return retryAt, err
+			}
+			continue
+		}
 		if cur.Position != saved {
 			if err := w.save(ctx, &cur); err != nil {
 				return time.Time{}, err
@@ -328,6 +361,52 @@ func (w *Worker) serve(ctx context.Context, d Destination) (time.Time, error) {
 			return time.Time{}, nil
 		}
 	}
+}
+
+// replayedAhead moves cur, a Replayable destination's saved cursor, to where this worker
+// has delivered it since, when that is further.
+func (w *Worker) replayedAhead(cur *climate.DeliveryCursor) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if st := w.replay[cur.Destination]; st != nil && st.cur.Position > cur.Position {
+		*cur = st.cur
+	}
+}
+
+// settleReplayed records that a Replayable destination was delivered n more
+// notifications, up to cur, and saves its cursor when that is due (replayState); it
+// returns when an unsaved cursor falls due (zero when none is owed).
+func (w *Worker) settleReplayed(ctx context.Context, cur climate.DeliveryCursor, n int) (time.Time, error) {
+	w.mu.Lock()
+	if w.replay == nil {
+		w.replay = map[string]*replayState{}
+	}
+	st := w.replay[cur.Destination]
+	if st == nil {
+		st = &replayState{}
+		w.replay[cur.Destination] = st
+	}
+	if n > 0 {
+		st.cur = cur
+		st.owed += n
+	}
+	now, owed, due := w.clock.Now(), st.owed, st.savedAt.Add(replaySaveEvery)
+	save := st.cur
+	w.mu.Unlock()
+	if owed == 0 {
+		return time.Time{}, nil
+	}
+	if owed < batch && now.Before(due) {
+		return due, nil
+	}
+	if err := w.save(ctx, &save); err != nil {
+		return time.Time{}, err
+	}
+	w.mu.Lock()
+	st.owed -= owed // what was delivered meanwhile stays owed
+	st.savedAt = now
+	w.mu.Unlock()
+	return time.Time{}, nil
 }
 
 // deliver makes one attempt at n and records its outcome in cur (and, for a Recorder, in

@@ -341,8 +341,9 @@ type replayable struct{ recorder }
 
 func (*replayable) Replayable() {}
 
-// A replayable destination's cursor is saved once a round, after all it delivered; any
-// other destination's after each delivery, so a crash repeats at most the one in flight.
+// A replayable destination's cursor is saved once a round (the first time: see below),
+// after all it delivered; any other destination's after each delivery, so a crash repeats
+// at most the one in flight.
 func TestReplayableDestinationsSaveTheirCursorOnceARound(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
@@ -368,5 +369,59 @@ func TestReplayableDestinationsSaveTheirCursorOnceARound(t *testing.T) {
 		if got := d.types(); len(got) != 3 || st.updates != want {
 			t.Errorf("%s: delivered %v with %d cursor saves; want 3 lease.create, %d saves", d.Name(), got, st.updates, want)
 		}
+	}
+}
+
+// After a save, a replayable destination's cursor is saved again only a second later
+// (or once a batch is owed): rounds in between deliver on from where this worker got to,
+// and say when the save falls due; the round then saves it without delivering again.
+func TestReplayableDestinationsSaveTheirCursorAtMostOnceASecond(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	d := &replayable{recorder{name: "log"}}
+	st := &countingStore{Store: f.st}
+	w := notify.NewWorker(st, f.clk, notify.Config{Logger: quiet,
+		Destinations: func(context.Context) ([]notify.Destination, error) { return []notify.Destination{d}, nil }})
+	round := func(what string, delivered, saves int) time.Duration {
+		t.Helper()
+		wait, err := w.Round(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := d.types(); len(got) != delivered || st.updates != saves {
+			t.Fatalf("%s: delivered %d with %d cursor saves; want %d and %d", what, len(got), st.updates, delivered, saves)
+		}
+		return wait
+	}
+	saved := func() int64 {
+		t.Helper()
+		var cur climate.DeliveryCursor
+		err := f.st.View(ctx, func(tx climate.Tx) (err error) { cur, _, err = tx.DeliveryCursor(ctx, "log"); return err })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cur.Position
+	}
+	f.lease(t, "physics", t0.Add(24*time.Hour), 1)
+	if wait := round("the first round", 1, 1); wait >= 0 {
+		t.Errorf("the first round saved, yet waits %v for a retry", wait)
+	}
+	first := saved()
+	f.lease(t, "physics", t0.Add(48*time.Hour), 1)
+	f.lease(t, "physics", t0.Add(72*time.Hour), 1)
+	wait := round("a round at the same instant", 3, 1)
+	if wait != time.Second {
+		t.Errorf("an unsaved cursor: the round waits %v; want 1s", wait)
+	}
+	if got := saved(); got != first {
+		t.Errorf("saved position %d; want still %d", got, first)
+	}
+	round("another round at that instant", 3, 1) // nothing delivered twice
+	f.clk.Advance(wait)
+	if wait := round("a second later", 3, 2); wait >= 0 {
+		t.Errorf("after the save, the round waits %v for a retry", wait)
+	}
+	if got := saved(); got <= first {
+		t.Errorf("saved position %d; want past %d", got, first)
 	}
 }
