@@ -200,7 +200,8 @@ func (t *tx) ListAllocations(ctx context.Context, f climate.AllocationFilter) ([
 	q, args := dialect.AllocationQuery(f)
 	b := &pgx.Batch{}
 	first, last := lockDays(f.From, f.To, len(f.ResourceIDs))
-	b.Queue(lockResources, f.ResourceIDs, t.schema+"/", first, last)
+	keys, alone := resourceLocks(t.schema, f.ResourceIDs, first, last)
+	b.Queue(lockResources, keys, alone)
 	b.Queue(rebinder.Rebind(q), args...)
 	// The inventory revision, which the manager reads next to notice a resource deleted
 	// meanwhile, comes in the same round trip, after the locks (InventoryRevision).
@@ -238,22 +239,17 @@ func (t *tx) InventoryRevision(ctx context.Context) (int64, error) {
 	return t.Tx.InventoryRevision(ctx)
 }
 
-// lockResources takes transaction-scoped advisory locks on the resources ($1) that a
-// write transaction reads to re-check, keyed by the installation's schema ($2), in key
-// order so that two writers never wait for each other crosswise (the sorted subquery,
-// which DISTINCT keeps from being flattened, fixes the order). For a window of whole
-// days $3 to $4 (lockDays) it takes each resource's lock shared and a lock of each
-// (resource, day) alone: writers whose windows share no day of a resource do not wait
-// for each other, and any two whose windows overlap share a day. Without a window ($3
-// NULL: unbounded, or too long) it takes the resource's lock alone, which waits for
-// every writer of the resource (a host's deletion, healing from now on).
+// lockResources takes transaction-scoped advisory locks on the resources that a write
+// transaction reads to re-check: the keys $1 (resourceLocks), each alone where $2 says so
+// and shared otherwise, in key order, so that two writers never wait for each other
+// crosswise (the sorted subquery, which its ORDER BY keeps from being flattened, fixes
+// the order). For a window of whole days (lockDays) each resource's lock is shared and a
+// lock of each (resource, day) alone: writers whose windows share no day of a resource
+// do not wait for each other, and any two whose windows overlap share a day. Without a
+// window (unbounded, or too long) the resource's lock is alone, which waits for every
+// writer of the resource (a host's deletion, healing from now on).
 const lockResources = `SELECT count(CASE WHEN x THEN pg_advisory_xact_lock(k) ELSE pg_advisory_xact_lock_shared(k) END) FROM
-	(SELECT DISTINCT k, x FROM (
-		SELECT hashtextextended($2 || r, 0) AS k, $3::bigint IS NULL AS x FROM unnest($1::text[]) AS r
-		UNION ALL
-		SELECT hashtextextended($2 || r || '@' || d, 0), true
-		FROM unnest($1::text[]) AS r, generate_series($3::bigint, $4::bigint) AS d
-	) AS keys ORDER BY k) AS locks`
+	(SELECT k, x FROM unnest($1::bigint[], $2::boolean[]) AS keys (k, x) ORDER BY k, x) AS locks`
 
 // lockDay is the span of one (resource, day) lock, and maxDayLocks the most of them one
 // read takes (resources times days); a read that would take more locks its resources
