@@ -43,10 +43,12 @@ func (s *Store) Resign(ctx context.Context, name, holder string) error {
 
 // Lead is holder's lead of name for callers that ask whether they lead far more often
 // than it needs renewing (the notification deliverer asks on every wake-up, once per
-// lease created at low load). Lead.Try renews it with TryLead only once a third of ttl
-// has passed since the last renewal began; in between it answers true without a write.
-// The lead it reports is sound: the database keeps it until at least the start of that
-// renewal plus ttl.
+// lease created at low load, on every replica). Lead.Try renews it with TryLead only
+// once a third of ttl has passed since the last renewal began; in between it answers
+// true without a write. The lead it reports is sound: the database keeps it until at
+// least the start of that renewal plus ttl. A holder told no asks again only a tenth of
+// ttl later: TryLead's upsert locks the leader row even when it changes nothing, which
+// makes every asking replica's transaction a write of its own to commit.
 type Lead struct {
 	store        *Store
 	name, holder string
@@ -55,6 +57,7 @@ type Lead struct {
 
 	mu      sync.Mutex
 	renewed time.Time // when the last successful renewal began; zero: not leading
+	refused time.Time // when the last refusal was asked for; zero: none since leading
 }
 
 // NewLead returns holder's lead of name, not yet taken.
@@ -71,10 +74,17 @@ func (l *Lead) Try(ctx context.Context) (bool, error) {
 	if !l.renewed.IsZero() && start.Sub(l.renewed) < l.ttl/3 {
 		return true, nil
 	}
+	if !l.refused.IsZero() && start.Sub(l.refused) < l.ttl/10 {
+		return false, nil
+	}
 	ok, err := l.store.TryLead(ctx, l.name, l.holder, l.ttl)
-	if err != nil || !ok {
-		l.renewed = time.Time{}
-		return ok, err
+	l.renewed, l.refused = time.Time{}, time.Time{}
+	switch {
+	case err != nil:
+		return false, err
+	case !ok:
+		l.refused = start
+		return false, nil
 	}
 	l.renewed = start
 	return true, nil

@@ -88,8 +88,9 @@ func TestTryLeadRace(t *testing.T) {
 	}
 }
 
-// A Lead renews only once a third of its ttl has passed: until then Try answers from
-// memory, and the database's row (its expiry) is left as it was.
+// A Lead renews only once a third of its ttl has passed, and asks again after a refusal
+// only once a tenth has: until then Try answers from memory, and the database's row (its
+// expiry) is left as it was.
 func TestLeadRenewsEveryThirdOfItsTTL(t *testing.T) {
 	dsn := TestDSN(t)
 	a, b := open(t, dsn), open(t, dsn)
@@ -131,5 +132,14 @@ func TestLeadRenewsEveryThirdOfItsTTL(t *testing.T) {
 	}
 	now = now.Add(20 * time.Second)
 	try("after b took over", false)
-	try("again, at the same instant", false)
+
+	// Told no, a holder asks again only a tenth of the ttl later: b resigning is noticed
+	// then, not before.
+	if err := b.Resign(ctx, "deliver", "b"); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(6*time.Second - time.Microsecond)
+	try("just under a tenth of the ttl after the refusal", false)
+	now = now.Add(time.Microsecond)
+	try("a tenth of the ttl after the refusal", true)
 }
