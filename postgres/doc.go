@@ -65,10 +65,10 @@
 //     ranges only keep the stamp's index walk to its own entries (with one range shared
 //     by all, every commit walked the dead entries of every change since the last
 //     vacuum: 7 ms a commit after 26,000 changes). Only a transaction's first entry
-//     queues the deferred trigger (0025), which stamps all n. The lock, not meta's row, is what
-//     stampers wait for: the lock manager grants it to one waiter at a time in the
-//     order they asked, where waiting for the row woke every waiter at each commit to
-//     race for it.
+//     queues the deferred trigger (0025), which stamps all n. The lock, not meta's
+//     row, is what stampers wait for: the lock manager grants it to one waiter at a
+//     time in the order they asked, where waiting for the row woke every waiter at
+//     each commit to race for it.
 //   - The outbox, likewise: a notification's position (Notification.Seq, what delivery
 //     cursors keep) is provisional (negative, in the transaction's range) until a
 //     deferred trigger gives it its place from meta's outbox_position at commit, under
