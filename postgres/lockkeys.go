@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"cmp"
+	"encoding/binary"
 	"math/bits"
 	"slices"
 	"strconv"
@@ -30,19 +32,10 @@ func resourceLocks(schema string, ids []string, first, last *int64) (keys []int6
 		}
 	}
 	slices.SortFunc(locks, func(a, b lock) int {
-		if a.key != b.key {
-			if a.key < b.key {
-				return -1
-			}
-			return 1
+		if c := cmp.Compare(a.key, b.key); c != 0 {
+			return c
 		}
-		if a.alone == b.alone {
-			return 0
-		}
-		if a.alone {
-			return 1
-		}
-		return -1
+		return cmp.Compare(btoi(a.alone), btoi(b.alone)) // shared first, as ORDER BY k, x
 	})
 	locks = slices.Compact(locks)
 	keys, alone = make([]int64, len(locks)), make([]bool, len(locks))
@@ -58,54 +51,21 @@ func resourceLocks(schema string, ids []string, first, last *int64) (keys []int6
 // against the server.
 func hashTextExtended(s string) int64 {
 	k := []byte(s)
-	n := uint32(len(k))
-	a := 0x9e3779b9 + n + 3923095
+	a := 0x9e3779b9 + uint32(len(k)) + 3923095
 	b, c := a, a
-	word := func(p []byte) uint32 {
-		return uint32(p[0]) | uint32(p[1])<<8 | uint32(p[2])<<16 | uint32(p[3])<<24
-	}
-	for len(k) >= 12 {
-		a += word(k[0:])
-		b += word(k[4:])
-		c += word(k[8:])
+	for ; len(k) >= 12; k = k[12:] {
+		a += binary.LittleEndian.Uint32(k[0:])
+		b += binary.LittleEndian.Uint32(k[4:])
+		c += binary.LittleEndian.Uint32(k[8:])
 		a, b, c = mix(a, b, c)
-		k = k[12:]
 	}
-	// The last 11 bytes at most; c's lowest byte is left for the length (added above).
-	switch len(k) {
-	case 11:
-		c += uint32(k[10]) << 24
-		fallthrough
-	case 10:
-		c += uint32(k[9]) << 16
-		fallthrough
-	case 9:
-		c += uint32(k[8]) << 8
-		fallthrough
-	case 8:
-		b += uint32(k[7]) << 24
-		fallthrough
-	case 7:
-		b += uint32(k[6]) << 16
-		fallthrough
-	case 6:
-		b += uint32(k[5]) << 8
-		fallthrough
-	case 5:
-		b += uint32(k[4])
-		fallthrough
-	case 4:
-		a += uint32(k[3]) << 24
-		fallthrough
-	case 3:
-		a += uint32(k[2]) << 16
-		fallthrough
-	case 2:
-		a += uint32(k[1]) << 8
-		fallthrough
-	case 1:
-		a += uint32(k[0])
-	}
+	// The last 11 bytes at most, zero-padded: the same sums as lookup3's byte switch,
+	// whose third word starts one byte up (c's lowest byte holds the length, added above).
+	var tail [12]byte
+	copy(tail[:], k)
+	a += binary.LittleEndian.Uint32(tail[0:])
+	b += binary.LittleEndian.Uint32(tail[4:])
+	c += binary.LittleEndian.Uint32(tail[8:]) << 8
 	a, b, c = final(a, b, c)
 	return int64(uint64(b)<<32 | uint64(c))
 }
@@ -148,4 +108,11 @@ func final(a, b, c uint32) (uint32, uint32, uint32) {
 	c ^= b
 	c -= bits.RotateLeft32(b, 24)
 	return a, b, c
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
