@@ -97,9 +97,7 @@ func TestKilledServerRestartedStartsLeasesOnTime(t *testing.T) {
 			t.Fatalf("%d/%d starts done and the server never held a claim meanwhile", done, nLeases)
 		}
 		if done > 0 && held > 0 {
-			if err := first.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-				t.Fatal(err)
-			}
+			freeze(t, first)
 			if _, held = starts(); held > 0 {
 				break
 			}
@@ -189,6 +187,20 @@ func TestKilledServerRestartedStartsLeasesOnTime(t *testing.T) {
 		nLeases, length, killed.Sub(t0).Milliseconds(), len(orphans), restarted.Sub(killed).Milliseconds())
 	t.Logf("start lateness: all %s, orphaned %s; end lateness %s; %d leases ended without starting; %d events finished by the killed process unlogged; handled twice: 0 unless reported above",
 		spread(late), spread(orphanLate), spread(endLate), unstarted, unlogged)
+}
+
+// freeze stops srv (SIGSTOP) and returns once it has stopped: kill(2) returns before the
+// stop takes effect, so a commit may still land meanwhile; the kernel reports the child
+// stopped when all its threads are.
+func freeze(t *testing.T, srv *bench.Server) {
+	t.Helper()
+	if err := srv.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	var ws syscall.WaitStatus
+	if _, err := syscall.Wait4(srv.Cmd.Process.Pid, &ws, syscall.WUNTRACED, nil); err != nil || !ws.Stopped() {
+		t.Fatalf("waiting for the server to stop: %v (status %v)", err, ws)
+	}
 }
 
 // inParallel runs fn(i) for i < n on 4 workers and fails the test on the first error.

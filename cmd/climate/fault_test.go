@@ -138,9 +138,7 @@ func TestReplicaKilledWhileFiringEvents(t *testing.T) {
 			t.Fatalf("%d/%d starts done and the victim replica never held a claim meanwhile", started, nLeases)
 		}
 		if started >= nLeases/3 && held > 0 {
-			if err := victim.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-				t.Fatal(err)
-			}
+			freeze(t, victim)
 			stopped := time.Now()
 			if _, held = progress(); held > 0 {
 				killed = stopped

@@ -186,15 +186,7 @@ func freezeBehind(t *testing.T, srv *bench.Server, query outbox, destination str
 	t.Helper()
 	for deadline := time.Now().Add(time.Minute); ; {
 		if last, position = outboxProgress(t, query, destination); last > position+5 {
-			if err := srv.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-				t.Fatal(err)
-			}
-			// kill(2) returns before the stop takes effect: a commit may still land.
-			// Wait for the kernel to report the child stopped.
-			var ws syscall.WaitStatus
-			if _, err := syscall.Wait4(srv.Cmd.Process.Pid, &ws, syscall.WUNTRACED, nil); err != nil || !ws.Stopped() {
-				t.Fatalf("waiting for the server to stop: %v (status %v)", err, ws)
-			}
+			freeze(t, srv)
 			if last, position = outboxProgress(t, query, destination); last > position {
 				return last, position
 			}
