@@ -168,15 +168,15 @@ func explain(t *testing.T, db *sql.DB, q string, args ...any) string {
 	return plan.String()
 }
 
-// BenchmarkListAllocationsWindow measures the planner's overlap query over a 2-day window
-// on a book of 25,000 allocations across 1,000 hosts (5,000 five-host leases over ~6 months).
-func BenchmarkListAllocationsWindow(b *testing.B) {
+// benchBase and benchDay place the benchmarks' book of leases.
+var benchBase, benchDay = time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC), 24 * time.Hour
+
+// loadBook fills s with 25,000 allocations across 1,000 hosts: 5,000 five-host leases
+// over ~6 months.
+func loadBook(b *testing.B, s *Store) {
 	ctx := context.Background()
-	s := open(b, filepath.Join(b.TempDir(), "climate.db"))
-	defer s.Close()
 	const hosts, groups, slots = 1000, 200, 25 // 200 groups of 5 hosts, 25 leases each
-	base := time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
-	day := 24 * time.Hour
+	base, day := benchBase, benchDay
 	rng := rand.New(rand.NewPCG(1, 2))
 	err := s.Update(ctx, func(tx climate.Tx) error {
 		for slot := range slots {
@@ -203,6 +203,47 @@ func BenchmarkListAllocationsWindow(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+}
+
+// BenchmarkInsertLease measures the writer's statements for one new lease of 10 hosts
+// and its 3 events, each in a transaction of its own, on the book of loadBook: the
+// allocations' five indexes and their log, the lease's other rows and the commit.
+func BenchmarkInsertLease(b *testing.B) {
+	ctx := context.Background()
+	s := open(b, filepath.Join(b.TempDir(), "climate.db"))
+	defer s.Close()
+	loadBook(b, s)
+	start := benchBase.Add(30 * 7 * benchDay)
+	n := 0
+	for b.Loop() {
+		n++
+		id := climate.NewID()
+		r := climate.Reservation{ID: climate.NewID(), LeaseID: id, ResourceType: climate.ResourceTypeHost,
+			Status: climate.ReservationPending, Min: 10, Max: 10, CreatedAt: start}
+		s0, e0 := start.Add(time.Duration(n)*time.Minute), start.Add(time.Duration(n+1)*time.Minute)
+		for k := range 10 {
+			r.Allocations = append(r.Allocations, climate.Allocation{ID: climate.NewID(), ReservationID: r.ID,
+				LeaseID: id, ResourceID: fmt.Sprint((n*37 + k*101) % 1000), Start: s0, End: e0})
+		}
+		l := &climate.Lease{ID: id, Name: "bench", ProjectID: "p", Start: s0, End: e0, Status: climate.LeasePending,
+			CreatedAt: start, Reservations: []climate.Reservation{r}}
+		for _, t := range []climate.EventType{climate.EventStartLease, climate.EventBeforeEndLease, climate.EventEndLease} {
+			l.Events = append(l.Events, climate.Event{ID: climate.NewID(), LeaseID: id, Type: t, Time: s0, Status: climate.EventUndone, CreatedAt: start})
+		}
+		if err := s.Update(ctx, func(tx climate.Tx) error { return tx.InsertLease(ctx, l) }); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkListAllocationsWindow measures the planner's overlap query over a 2-day window
+// on the book of loadBook.
+func BenchmarkListAllocationsWindow(b *testing.B) {
+	ctx := context.Background()
+	s := open(b, filepath.Join(b.TempDir(), "climate.db"))
+	defer s.Close()
+	loadBook(b, s)
+	base, day := benchBase, benchDay
 	from := base.Add(12*7*day + 3*day)
 	ten := make([]string, 10)
 	for i := range ten {
