@@ -46,6 +46,16 @@ type Lease struct {
 	// Cost is what the lease charges its project's budget now, from its usage records
 	// (Climate's extension); nil when not read.
 	Cost *float64
+	// Names names the resources the lease holds as the plan that gave them saw the
+	// inventory, which its commit checked was still current; nil when not known (a lease
+	// read from the store). The API shows names beside ids (Climate's extension).
+	Names *ResourceNames
+}
+
+// ResourceNames names resources by id: hosts (and the hosts of instance slots) by their
+// hypervisor hostname, floating IPs by their address.
+type ResourceNames struct {
+	Hosts, Addresses map[string]string
 }
 
 // PreemptAction is what a preemptible lease does when one of its hosts is taken back.

@@ -63,11 +63,14 @@ func (s *Server) leaseJSON(r *http.Request, l *climate.Lease) api.Lease {
 }
 
 // leasesJSON is leases as the API shows them, with the names of what their reservations
-// hold when the lease service can tell them (Climate's extension; otherwise their ids),
-// looked up once for all of them.
+// hold when the lease service can tell them (Climate's extension; otherwise their ids):
+// the names a lease carries from its plan, the others looked up once for all of them.
 func (s *Server) leasesJSON(r *http.Request, leases []climate.Lease) []api.Lease {
 	var ids []string
 	for _, l := range leases {
+		if l.Names != nil {
+			continue
+		}
 		for _, res := range l.Reservations {
 			for _, a := range res.Allocations {
 				ids = append(ids, a.ResourceID)
@@ -83,7 +86,11 @@ func (s *Server) leasesJSON(r *http.Request, leases []climate.Lease) []api.Lease
 	out := make([]api.Lease, len(leases))
 	for i := range leases {
 		out[i] = api.LeaseOf(&leases[i])
-		api.NameResources(&out[i], &leases[i], hosts, addresses)
+		if n := leases[i].Names; n != nil {
+			api.NameResources(&out[i], &leases[i], n.Hosts, n.Addresses)
+		} else {
+			api.NameResources(&out[i], &leases[i], hosts, addresses)
+		}
 	}
 	return out
 }

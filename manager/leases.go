@@ -298,6 +298,8 @@ func (m *Manager) planAndCommit(ctx context.Context, l, prev *climate.Lease, opt
 			invRev = a.Index.InventoryRevision
 			capacity = capacities(a, chosen)
 			onHosts, onOthers = splitHosts(a, chosen)
+			// Named now, as the commit re-checks this inventory: the answer needs no read.
+			l.Names = namesIn(a, resource.IDs(chosen))
 			return err
 		})
 		m.cfg.Observer.Planned(time.Since(planStart))
