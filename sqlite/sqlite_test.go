@@ -130,6 +130,12 @@ func TestQueryPlans(t *testing.T) {
 			t.Errorf("%s: allocations scanned:\n%s", name, plan)
 		}
 	}
+	// A write's re-check walks each chosen resource's allocations from the window's start
+	// on (what is booked then), not its history before the window's end.
+	q, args := dialect.AllocationQuery(hosts)
+	if plan := explain(t, s.r, q, args...); !strings.Contains(plan, "allocations_resource (resource_id=? AND end_at>?)") {
+		t.Errorf("the re-check does not search the resource index from the window's start:\n%s", plan)
+	}
 	// A page of leases is read in index order from its start: no sort, whatever the page.
 	after := &climate.Lease{ID: "l1", CreatedAt: from}
 	for name, f := range map[string]climate.LeaseFilter{
@@ -255,6 +261,10 @@ func BenchmarkListAllocationsWindow(b *testing.B) {
 	}{
 		{"AllHosts", climate.AllocationFilter{From: from, To: from.Add(2 * day), ExcludeLeaseID: "l-0-0"}},
 		{"TenHosts", climate.AllocationFilter{ResourceIDs: ten, From: from, To: from.Add(2 * day)}},
+		// A write's re-check at the book's start and near its end: its cost follows
+		// what is booked after the window's start, not what came before.
+		{"TenHostsEarly", climate.AllocationFilter{ResourceIDs: ten, From: base.Add(day), To: base.Add(3 * day)}},
+		{"TenHostsLate", climate.AllocationFilter{ResourceIDs: ten, From: base.Add(24*7*day + 3*day), To: base.Add(24*7*day + 5*day)}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			var n int
