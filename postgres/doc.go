@@ -125,7 +125,9 @@
 // the project's limits; the usage records and the charge with COMMIT. The resources are
 // held for all three. A held statement that fails (a taken id) aborts the transaction,
 // and the statement it went with (or COMMIT) returns its error, so nothing is written, as
-// when each went alone.
+// when each went alone. Through the API a creation adds one read before them, the
+// planning view's revision check (which also catches the index up); its answer names the
+// hosts from that view (climate.Lease.Names), with no read after the commit.
 //
 // # The exclusion constraints
 //
