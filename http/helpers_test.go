@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"climate"
 	"climate/clock"
 	climatehttp "climate/http"
 	"climate/manager"
@@ -51,6 +52,12 @@ type env struct {
 
 func newEnv(t testing.TB, auth climatehttp.Authenticator) *env {
 	t.Helper()
+	return newEnvServing(t, auth, func(m *manager.Manager) climate.LeaseService { return m })
+}
+
+// newEnvServing is newEnv whose API serves leases through leases(manager).
+func newEnvServing(t testing.TB, auth climatehttp.Authenticator, leases func(*manager.Manager) climate.LeaseService) *env {
+	t.Helper()
 	ctx := context.Background()
 	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "climate.db"))
 	if err != nil {
@@ -63,7 +70,7 @@ func newEnv(t testing.TB, auth climatehttp.Authenticator) *env {
 		auth = climatehttp.NoAuth{}
 	}
 	recv := newReceiver(t, http.StatusNoContent)
-	api := &climatehttp.Server{Leases: mgr, Hosts: mgr, Availability: mgr, Auth: auth, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Clock: clk,
+	api := &climatehttp.Server{Leases: leases(mgr), Hosts: mgr, Availability: mgr, Auth: auth, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Clock: clk,
 		Webhooks: webhookService(store, clk, true), FloatingIPs: mgr, Flavors: mgr}
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close) // runs before store.Close

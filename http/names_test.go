@@ -2,19 +2,13 @@ package http_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"sync/atomic"
 	"testing"
 
-	"climate/clock"
-	climatehttp "climate/http"
+	"climate"
 	"climate/manager"
-	"climate/sqlite"
 )
 
 // countingNamer is the manager, counting its name look-ups.
@@ -32,20 +26,11 @@ func (c *countingNamer) ResourceNames(ctx context.Context, ids []string) (hosts,
 // commit checked: no look-up (on PostgreSQL a round trip) after the commit. A lease read
 // back is named by a look-up.
 func TestCreatedLeaseNamesItsHostsFromItsPlan(t *testing.T) {
-	ctx := context.Background()
-	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "climate.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	clk := clock.NewFake(t0)
-	mgr := manager.New(store, clk, manager.Config{BeforeEnd: manager.DefaultBeforeEnd})
-	namer := &countingNamer{Manager: mgr}
-	api := &climatehttp.Server{Leases: namer, Hosts: mgr, Availability: mgr, Auth: climatehttp.NoAuth{},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Clock: clk, FloatingIPs: mgr, Flavors: mgr}
-	srv := httptest.NewServer(api.Handler())
-	t.Cleanup(srv.Close)
-	e := &env{t: t, url: srv.URL, clk: clk, store: store}
+	namer := &countingNamer{}
+	e := newEnvServing(t, nil, func(m *manager.Manager) climate.LeaseService {
+		namer.Manager = m
+		return namer
+	})
 
 	e.mustDo(call{method: "POST", path: "/v1/os-hosts", body: `{"name": "compute-1"}`}, http.StatusCreated)
 	hostsOf := func(body map[string]any) []string {

@@ -177,29 +177,38 @@ func explain(t *testing.T, db *sql.DB, q string, args ...any) string {
 // benchBase and benchDay place the benchmarks' book of leases.
 var benchBase, benchDay = time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC), 24 * time.Hour
 
-// loadBook fills s with 25,000 allocations across 1,000 hosts: 5,000 five-host leases
-// over ~6 months.
-func loadBook(b *testing.B, s *Store) {
+// hostLease is a pending lease of project p holding hosts over [start, end), in one
+// reservation: ids id-r and id-HOST.
+func hostLease(id string, hosts []string, start, end time.Time) *climate.Lease {
+	r := climate.Reservation{ID: id + "-r", LeaseID: id, ResourceType: climate.ResourceTypeHost,
+		Status: climate.ReservationPending, Min: len(hosts), Max: len(hosts), CreatedAt: benchBase}
+	for _, h := range hosts {
+		r.Allocations = append(r.Allocations, climate.Allocation{ID: id + "-" + h, ReservationID: r.ID,
+			LeaseID: id, ResourceID: h, Start: start, End: end})
+	}
+	return &climate.Lease{ID: id, Name: id, ProjectID: "p", Start: start, End: end, Status: climate.LeasePending,
+		CreatedAt: benchBase, Reservations: []climate.Reservation{r}}
+}
+
+// bookStore opens a store holding 25,000 allocations across 1,000 hosts: 5,000 five-host
+// leases over ~6 months. It closes when b ends.
+func bookStore(b *testing.B) *Store {
 	ctx := context.Background()
+	s := open(b, filepath.Join(b.TempDir(), "climate.db"))
+	b.Cleanup(func() { s.Close() })
 	const hosts, groups, slots = 1000, 200, 25 // 200 groups of 5 hosts, 25 leases each
 	base, day := benchBase, benchDay
 	rng := rand.New(rand.NewPCG(1, 2))
 	err := s.Update(ctx, func(tx climate.Tx) error {
 		for slot := range slots {
 			for g := range groups {
-				id := fmt.Sprintf("l-%d-%d", slot, g)
 				start := base.Add(time.Duration(slot)*7*day + time.Duration(rng.IntN(24))*time.Hour)
 				end := start.Add(time.Duration(1+rng.IntN(5)) * day)
-				r := climate.Reservation{ID: id + "-r", LeaseID: id, ResourceType: climate.ResourceTypeHost,
-					Status: climate.ReservationPending, Min: 5, Max: 5, CreatedAt: base}
+				var group []string
 				for k := range hosts / groups {
-					h := fmt.Sprint(g*hosts/groups + k)
-					r.Allocations = append(r.Allocations, climate.Allocation{ID: id + "-" + h, ReservationID: r.ID,
-						LeaseID: id, ResourceID: h, Start: start, End: end})
+					group = append(group, fmt.Sprint(g*hosts/groups+k))
 				}
-				l := &climate.Lease{ID: id, Name: id, ProjectID: "p", Start: start, End: end, Status: climate.LeasePending,
-					CreatedAt: base, Reservations: []climate.Reservation{r}}
-				if err := tx.InsertLease(ctx, l); err != nil {
+				if err := tx.InsertLease(ctx, hostLease(fmt.Sprintf("l-%d-%d", slot, g), group, start, end)); err != nil {
 					return err
 				}
 			}
@@ -209,32 +218,27 @@ func loadBook(b *testing.B, s *Store) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return s
 }
 
 // BenchmarkInsertLease measures the writer's statements for one new lease of 10 hosts
-// and its 3 events, each in a transaction of its own, on the book of loadBook: the
-// allocations' five indexes and their log, the lease's other rows and the commit.
+// and its 3 events, each in a transaction of its own, on the book of bookStore: the
+// allocations' indexes and their log, the lease's other rows and the commit.
 func BenchmarkInsertLease(b *testing.B) {
 	ctx := context.Background()
-	s := open(b, filepath.Join(b.TempDir(), "climate.db"))
-	defer s.Close()
-	loadBook(b, s)
+	s := bookStore(b)
 	start := benchBase.Add(30 * 7 * benchDay)
 	n := 0
 	for b.Loop() {
 		n++
-		id := climate.NewID()
-		r := climate.Reservation{ID: climate.NewID(), LeaseID: id, ResourceType: climate.ResourceTypeHost,
-			Status: climate.ReservationPending, Min: 10, Max: 10, CreatedAt: start}
-		s0, e0 := start.Add(time.Duration(n)*time.Minute), start.Add(time.Duration(n+1)*time.Minute)
-		for k := range 10 {
-			r.Allocations = append(r.Allocations, climate.Allocation{ID: climate.NewID(), ReservationID: r.ID,
-				LeaseID: id, ResourceID: fmt.Sprint((n*37 + k*101) % 1000), Start: s0, End: e0})
+		hosts := make([]string, 10)
+		for k := range hosts {
+			hosts[k] = fmt.Sprint((n*37 + k*101) % 1000)
 		}
-		l := &climate.Lease{ID: id, Name: "bench", ProjectID: "p", Start: s0, End: e0, Status: climate.LeasePending,
-			CreatedAt: start, Reservations: []climate.Reservation{r}}
+		s0 := start.Add(time.Duration(n) * time.Minute)
+		l := hostLease(climate.NewID(), hosts, s0, s0.Add(time.Minute))
 		for _, t := range []climate.EventType{climate.EventStartLease, climate.EventBeforeEndLease, climate.EventEndLease} {
-			l.Events = append(l.Events, climate.Event{ID: climate.NewID(), LeaseID: id, Type: t, Time: s0, Status: climate.EventUndone, CreatedAt: start})
+			l.Events = append(l.Events, climate.Event{ID: climate.NewID(), LeaseID: l.ID, Type: t, Time: s0, Status: climate.EventUndone, CreatedAt: start})
 		}
 		if err := s.Update(ctx, func(tx climate.Tx) error { return tx.InsertLease(ctx, l) }); err != nil {
 			b.Fatal(err)
@@ -243,12 +247,10 @@ func BenchmarkInsertLease(b *testing.B) {
 }
 
 // BenchmarkListAllocationsWindow measures the planner's overlap query over a 2-day window
-// on the book of loadBook.
+// on the book of bookStore.
 func BenchmarkListAllocationsWindow(b *testing.B) {
 	ctx := context.Background()
-	s := open(b, filepath.Join(b.TempDir(), "climate.db"))
-	defer s.Close()
-	loadBook(b, s)
+	s := bookStore(b)
 	base, day := benchBase, benchDay
 	from := base.Add(12*7*day + 3*day)
 	ten := make([]string, 10)
