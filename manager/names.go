@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"climate"
-
 	"climate/resource"
 )
 
