@@ -1,6 +1,7 @@
 package http
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 
@@ -77,20 +78,17 @@ func (s *Server) leasesJSON(r *http.Request, leases []climate.Lease) []api.Lease
 			}
 		}
 	}
-	hosts, addresses := map[string]string{}, map[string]string{}
+	looked := &climate.ResourceNames{Hosts: map[string]string{}, Addresses: map[string]string{}}
 	if n, ok := s.Leases.(resourceNamer); ok && len(ids) > 0 {
 		if h, a, err := n.ResourceNames(r.Context(), ids); err == nil {
-			hosts, addresses = h, a
+			looked = &climate.ResourceNames{Hosts: h, Addresses: a}
 		}
 	}
 	out := make([]api.Lease, len(leases))
 	for i := range leases {
 		out[i] = api.LeaseOf(&leases[i])
-		if n := leases[i].Names; n != nil {
-			api.NameResources(&out[i], &leases[i], n.Hosts, n.Addresses)
-		} else {
-			api.NameResources(&out[i], &leases[i], hosts, addresses)
-		}
+		names := cmp.Or(leases[i].Names, looked)
+		api.NameResources(&out[i], &leases[i], names.Hosts, names.Addresses)
 	}
 	return out
 }

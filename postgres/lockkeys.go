@@ -70,28 +70,23 @@ func hashTextExtended(s string) int64 {
 	return int64(uint64(b)<<32 | uint64(c))
 }
 
+// mix is lookup3's mix: two cycles of three rounds, each with its own rotations.
 func mix(a, b, c uint32) (uint32, uint32, uint32) {
-	a -= c
-	a ^= bits.RotateLeft32(c, 4)
-	c += b
-	b -= a
-	b ^= bits.RotateLeft32(a, 6)
-	a += c
-	c -= b
-	c ^= bits.RotateLeft32(b, 8)
-	b += a
-	a -= c
-	a ^= bits.RotateLeft32(c, 16)
-	c += b
-	b -= a
-	b ^= bits.RotateLeft32(a, 19)
-	a += c
-	c -= b
-	c ^= bits.RotateLeft32(b, 4)
-	b += a
+	for _, r := range [2][3]int{{4, 6, 8}, {16, 19, 4}} {
+		a -= c
+		a ^= bits.RotateLeft32(c, r[0])
+		c += b
+		b -= a
+		b ^= bits.RotateLeft32(a, r[1])
+		a += c
+		c -= b
+		c ^= bits.RotateLeft32(b, r[2])
+		b += a
+	}
 	return a, b, c
 }
 
+// final is lookup3's final mix.
 func final(a, b, c uint32) (uint32, uint32, uint32) {
 	c ^= b
 	c -= bits.RotateLeft32(b, 14)
