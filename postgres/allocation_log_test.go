@@ -64,6 +64,34 @@ func TestAllocationLogContents(t *testing.T) {
 	}
 }
 
+// Statements written by hand are logged too, by the statement triggers (0027): an
+// update logs only the rows it changed, each as one change.
+func TestAllocationLogStatements(t *testing.T) {
+	s := open(t, TestDSN(t))
+	insert(t, s, testLease("l", t0, t0.Add(time.Hour), "h1", "h2"))
+	if _, err := s.pool.Exec(ctx, `UPDATE allocations SET end_at = end_at`); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok, rev := changes(t, s, 2); !ok || rev != 2 || len(got) != 0 {
+		t.Fatalf("after rewriting both rows unchanged: ok %v, revision %d, %+v; want no change at 2", ok, rev, got)
+	}
+	if _, err := s.pool.Exec(ctx, `UPDATE allocations SET end_at = end_at + interval '1 hour' WHERE resource_id IN ('h1', 'h2')`); err != nil {
+		t.Fatal(err)
+	}
+	got, ok, rev := changes(t, s, 2)
+	if !ok || rev != 4 || len(got) != 4 {
+		t.Fatalf("after moving both: ok %v, revision %d, %+v; want 4 entries up to 4", ok, rev, got)
+	}
+	for i, c := range got {
+		if c.Revision != int64(3+i/2) || c.Removed != (i%2 == 0) || c.Allocation.ID != got[i/2*2].Allocation.ID {
+			t.Errorf("entry %d: %+v; want each row's removal then addition, at revisions 3 and 4", i, c)
+		}
+	}
+	if end := got[1].Allocation.End; !end.Equal(t0.Add(2 * time.Hour)) {
+		t.Errorf("added end %v; want %v", end, t0.Add(2*time.Hour))
+	}
+}
+
 func TestPruneAllocationLog(t *testing.T) {
 	s := open(t, TestDSN(t))
 	for i, h := range []string{"h1", "h2", "h3", "h4"} {
