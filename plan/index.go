@@ -276,8 +276,7 @@ func (x *Index) neighbours(p int32, s, e int64, skip int32, reclaim int64) (free
 func (x *Index) bookings(p int32, s, e int64, skip int32, reclaim int64) (free, reclaims bool, prevEnd, nextStart int64) {
 	b := x.busy[p]
 	prevEnd, nextStart = minTime, maxTime
-	// First interval ending after s: intervals are disjoint, so ends are sorted too.
-	i := sort.Search(len(b), func(i int) bool { return b[i].end > s })
+	i := endsAfter(b, s)
 	for j := i - 1; j >= 0; j-- {
 		if b[j].lease != skip {
 			prevEnd = b[j].end
@@ -299,6 +298,24 @@ func (x *Index) bookings(p int32, s, e int64, skip int32, reclaim int64) (free, 
 		break
 	}
 	return true, reclaims, prevEnd, nextStart
+}
+
+// endsAfter returns the index of the first interval of b (sorted, disjoint, so sorted by
+// end too) that ends after t, len(b) when none does. A loop rather than sort.Search: a
+// placement runs it for every host it scans (425 a request on average in bench api's
+// 16-client run at H=1,000), and the closure's call per step cost 7% of
+// BenchmarkPlaceHosts.
+func endsAfter(b []interval, t int64) int {
+	lo, hi := 0, len(b)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if b[m].end > t {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	return lo
 }
 
 // noReclaim is the reclaim horizon of a request that never takes a preemptible hold.

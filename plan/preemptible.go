@@ -3,7 +3,6 @@ package plan
 import (
 	"cmp"
 	"slices"
-	"sort"
 	"time"
 
 	"climate"
@@ -120,7 +119,7 @@ func (x *Index) runEnd(p int32, s, e int64, skip int32) int64 {
 	end := e
 	b := x.busy[p]
 	// Stored ends are moved on by the cleaning time: a hold ending within it of s is busy.
-	for i := sort.Search(len(b), func(i int) bool { return b[i].end > s }); i < len(b); i++ {
+	for i := endsAfter(b, s); i < len(b); i++ {
 		if b[i].lease != skip {
 			end = min(end, b[i].start-x.clean)
 			break

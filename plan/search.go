@@ -87,7 +87,7 @@ func sweepSlots(x *Index, cands []int32, count, limit int, after, last, length i
 	var h slotHeap
 	for _, p := range cands {
 		it := &goodStarts{busy: x.wholeBusy(p), length: length, last: last, cur: after}
-		it.i = sort.Search(len(it.busy), func(i int) bool { return it.busy[i].end > after })
+		it.i = endsAfter(it.busy, after)
 		if it.next() {
 			h = append(h, it)
 		}
@@ -219,7 +219,7 @@ func (x *Index) Timeline(match func(*climate.Host) bool, filterKey string, from,
 	diff := make([]int, n+1) // busy hosts per bucket, as a difference array
 	for _, p := range cands {
 		b := x.wholeBusy(p)
-		i := sort.Search(len(b), func(i int) bool { return b[i].end > f })
+		i := endsAfter(b, f)
 		marked := -1 // last bucket already counted busy for this host
 		for ; i < len(b) && b[i].start < f+int64(n)*st; i++ {
 			lo := int(max(b[i].start-f, 0) / st)
