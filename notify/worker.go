@@ -25,7 +25,8 @@ type Config struct {
 	// MinRound is the least time from the start of one round to the next after a
 	// wake-up: under load one round then serves what several commits wrote (the outbox
 	// read, the lead renewed and the webhooks listed once for them all), while an idle
-	// worker still answers a wake-up at once. Default 10 ms; negative: none.
+	// worker still answers a wake-up at once. Default 50 ms (at 250 creations/s on
+	// PostgreSQL, 10 ms made 0.55 more transactions a creation); negative: none.
 	MinRound time.Duration
 	// Backoff is the first retry delay after a failed delivery; it doubles per attempt up
 	// to MaxBackoff. Defaults 1 s and 1 h.
@@ -96,7 +97,7 @@ func NewWorker(store climate.Store, clock climate.Clock, cfg Config) *Worker {
 		cfg.MaxSleep = 30 * time.Second
 	}
 	if cfg.MinRound == 0 {
-		cfg.MinRound = 10 * time.Millisecond
+		cfg.MinRound = 50 * time.Millisecond
 	}
 	if cfg.Backoff <= 0 {
 		cfg.Backoff = time.Second
