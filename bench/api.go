@@ -116,12 +116,15 @@ type apiRunReport struct {
 	GaveUp int `json:"gave_up"`
 	// CPUPerRequestMS is what each answered request cost in CPU time, from /proc (absent
 	// without it).
-	CPUPerRequestMS    *cpuPerRequest `json:"cpu_per_request_ms,omitempty"`
-	MedianMS           float64        `json:"median_ms"`
-	P99MS              float64        `json:"p99_ms"`
-	Seconds            float64        `json:"seconds"`
-	CreationsPerSecond float64        `json:"creations_per_second"`
-	RequestsPerSecond  float64        `json:"requests_per_second"`
+	CPUPerRequestMS *cpuPerRequest `json:"cpu_per_request_ms,omitempty"`
+	// WALPerRequestKiB is what PostgreSQL wrote to its WAL per answered request, the
+	// whole cluster's (absent on SQLite and with --url).
+	WALPerRequestKiB   *float64 `json:"wal_per_request_kib,omitempty"`
+	MedianMS           float64  `json:"median_ms"`
+	P99MS              float64  `json:"p99_ms"`
+	Seconds            float64  `json:"seconds"`
+	CreationsPerSecond float64  `json:"creations_per_second"`
+	RequestsPerSecond  float64  `json:"requests_per_second"`
 }
 
 // API runs bench api and writes its report to stdout as o.Output says (table or json).
@@ -227,8 +230,11 @@ func runAPI(ctx context.Context, o *APIOptions, stderr io.Writer) (*APIReport, e
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	if err := loadAPIBook(ctx, o, dir, rep, stderr); err != nil {
+	if err := loadAPIBook(ctx, o, dir, b, rep, stderr); err != nil {
 		return nil, err
+	}
+	if c, ok := b.wal.(io.Closer); ok {
+		defer c.Close()
 	}
 	l := &serverLauncher{exe: exe, listenIP: "127.0.0.1", args: []string{"--data-dir", dir, "--log-level", "error"}}
 	database := o.Database
@@ -336,8 +342,9 @@ func (b *apiBench) countRoundTrips(ctx context.Context, rep *APIReport, stderr i
 }
 
 // loadAPIBook loads the book of o into the SQLite database in dir or PostgreSQL at
-// o.Database, with the floating IPs of --type floatingip.
-func loadAPIBook(ctx context.Context, o *APIOptions, dir string, rep *APIReport, stderr io.Writer) error {
+// o.Database, with the floating IPs of --type floatingip. A store that tells its WAL
+// position stays open as b.wal, for the caller to close.
+func loadAPIBook(ctx context.Context, o *APIOptions, dir string, b *apiBench, rep *APIReport, stderr io.Writer) error {
 	gen := workload.Generate
 	if o.Type == "instance" {
 		gen = workload.GenerateInstances
@@ -359,7 +366,9 @@ func loadAPIBook(ctx context.Context, o *APIOptions, dir string, rep *APIReport,
 		})
 		rep.FloatingIPs = o.Addresses
 	}
-	if cerr := st.Close(); err == nil && cerr != nil {
+	if w, ok := st.(walReader); ok && err == nil {
+		b.wal = w
+	} else if cerr := st.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
 	if err != nil {

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -32,6 +33,14 @@ type apiBench struct {
 	// writes and roundTrips total the servers' write transactions and their round trips
 	// over every run (countRoundTrips).
 	writes, roundTrips float64
+	// wal reads PostgreSQL's WAL position (nil on SQLite and with --url).
+	wal walReader
+}
+
+// walReader is a store that can tell its database's WAL position in bytes
+// (postgres.Store).
+type walReader interface {
+	WALBytes(context.Context) (int64, error)
 }
 
 // newAPIBench prepares n requests of o's type and kind.
@@ -81,18 +90,46 @@ func (b *apiBench) runAll(ctx context.Context, clients []int, replicas, first in
 	p := &progressLine{w: stderr}
 	for k, c := range clients {
 		before, measured := b.cpuUsed()
+		walBefore, walErr := b.walBytes(ctx)
 		run, err := b.run(ctx, c, first+k*b.requests, b.requests, p)
 		p.done()
 		if err != nil {
 			return err
 		}
+		answered := run.Created + run.NoCapacity
 		if after, ok := b.cpuUsed(); ok && measured {
-			run.CPUPerRequestMS = after.since(before, run.Created+run.NoCapacity)
+			run.CPUPerRequestMS = after.since(before, answered)
+		}
+		if b.wal != nil {
+			run.WALPerRequestKiB = b.walSince(ctx, walBefore, walErr, answered, stderr)
 		}
 		run.Replicas = replicas
 		rep.Runs = append(rep.Runs, *run)
 	}
 	return nil
+}
+
+// walBytes reads PostgreSQL's WAL position (0 without a walReader).
+func (b *apiBench) walBytes(ctx context.Context) (int64, error) {
+	if b.wal == nil {
+		return 0, nil
+	}
+	return b.wal.WALBytes(ctx)
+}
+
+// walSince is the WAL PostgreSQL wrote per request, in KiB, over n requests since the
+// position before (read with error beforeErr); nil, said on stderr, when unreadable.
+func (b *apiBench) walSince(ctx context.Context, before int64, beforeErr error, n int, stderr io.Writer) *float64 {
+	after, err := b.walBytes(ctx)
+	if err = cmp.Or(beforeErr, err); err != nil {
+		fmt.Fprintf(stderr, "PostgreSQL's WAL position unavailable: %v\n", err)
+		return nil
+	}
+	if n == 0 {
+		return nil
+	}
+	v := round(float64(after-before)/float64(n)/1024, 1)
+	return &v
 }
 
 // cpuUse is the CPU time used so far by the servers, PostgreSQL's processes and this

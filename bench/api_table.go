@@ -84,6 +84,7 @@ func writeAPITable(w io.Writer, rep *APIReport) error {
 		}
 	}
 	writeCPUTable(w, rep.Runs, len(sets) > 1)
+	writeWAL(w, rep.Runs, len(sets) > 1)
 	if rep.WriteTransactions > 0 {
 		fmt.Fprintf(w, "\nRound trips to the database per write transaction: %.2f, over %d transactions (the creations and the servers' own writes)\n",
 			rep.WriteRoundTrips, rep.WriteTransactions)
@@ -124,6 +125,24 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// writeWAL prints what each run's requests made PostgreSQL write to its WAL.
+func writeWAL(w io.Writer, runs []apiRunReport, replicas bool) {
+	var each []string
+	for _, r := range runs {
+		if r.WALPerRequestKiB == nil {
+			continue
+		}
+		run := plural(r.Clients, "client")
+		if replicas {
+			run = plural(r.Replicas, "replica") + ", " + run
+		}
+		each = append(each, fmt.Sprintf("%s %.1f KiB", run, *r.WALPerRequestKiB))
+	}
+	if len(each) > 0 {
+		fmt.Fprintf(w, "\nPostgreSQL's WAL per request (the whole cluster's, pg_current_wal_insert_lsn): %s\n", strings.Join(each, ", "))
+	}
 }
 
 // writeCPUTable prints what each run's requests cost in CPU time, when /proc told.

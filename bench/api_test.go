@@ -112,6 +112,9 @@ func TestBenchAPISubprocess(t *testing.T) {
 		if c := r.CPUPerRequestMS; c == nil || c.Servers == nil || c.Database != nil || *c.Servers < 0 || c.Bench < 0 {
 			t.Fatalf("run of %d clients: CPU per request %+v, want the servers' and none of a database", r.Clients, c)
 		}
+		if r.WALPerRequestKiB != nil {
+			t.Errorf("run of %d clients: %v KiB of PostgreSQL WAL per request on SQLite", r.Clients, *r.WALPerRequestKiB)
+		}
 		serverCPU += *r.CPUPerRequestMS.Servers
 	}
 	if serverCPU == 0 {

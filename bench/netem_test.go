@@ -184,6 +184,10 @@ func TestBenchAPIWithDatabaseDelay(t *testing.T) {
 		if c := r.CPUPerRequestMS; c == nil || c.Servers == nil || c.Database == nil {
 			t.Errorf("run %d: CPU per request %+v, want the servers' and the database's", i, c)
 		}
+		// A creation writes its rows to the WAL: a lease's are a few KiB.
+		if w := r.WALPerRequestKiB; w == nil || *w < 1 {
+			t.Errorf("run %d: WAL per request %v KiB, want at least 1", i, w)
+		}
 		// A creation needs at least one round trip to the database.
 		if r.MedianMS < 1 {
 			t.Errorf("run %d: median %v ms, below the 1 ms round trip", i, r.MedianMS)

@@ -19,3 +19,12 @@ func (s *Store) SchemaVersion(ctx context.Context) (applied, known int, err erro
 }
 
 // CountLeases is sqlcore's.
+
+// WALBytes returns the cluster's WAL insert position in bytes: how much every database
+// of the cluster has written to the WAL since it was created. Two readings bracket what
+// a benchmark made PostgreSQL write, a figure the machine's noise does not move.
+func (s *Store) WALBytes(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.pool.QueryRow(ctx, `SELECT (pg_current_wal_insert_lsn() - '0/0')::bigint`).Scan(&n)
+	return n, dbError(err)
+}

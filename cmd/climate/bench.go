@@ -135,7 +135,11 @@ concurrent clients that post leases until --requests requests are done. Each req
 for 10 hosts (min = max = 10) over the workload's next request window, so no two requests
 of the whole benchmark share a window; the book grows as leases are created. Reported per
 client count: median and p99 latency, creations per second, and how many requests got 201
-(created) and 409 (not enough free hosts); then the server's peak RSS.
+(created) and 409 (not enough free hosts); the CPU time each request cost the servers,
+PostgreSQL (when it runs on this host) and the benchmark, read from /proc; on PostgreSQL
+the WAL written per request (the whole cluster's, from pg_current_wal_insert_lsn: a figure
+the machine's noise does not move, unlike the times) and the round trips per write
+transaction; then the server's peak RSS.
 
 --type chooses the reservation posted (the figures are the same):
 
