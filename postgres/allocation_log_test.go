@@ -1,9 +1,12 @@
 package postgres
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"climate"
 )
@@ -89,6 +92,46 @@ func TestAllocationLogStatements(t *testing.T) {
 	}
 	if end := got[1].Allocation.End; !end.Equal(t0.Add(2 * time.Hour)) {
 		t.Errorf("added end %v; want %v", end, t0.Add(2*time.Hour))
+	}
+
+	// A change rolled back to a savepoint is not logged; the stamp run early by SET
+	// CONSTRAINTS … IMMEDIATE logs what came before it, and the changes after it get a
+	// stamp of their own (0028).
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		for _, q := range []string{
+			`SAVEPOINT a`,
+			`UPDATE allocations SET end_at = end_at + interval '1 hour' WHERE resource_id = 'h1'`,
+			`ROLLBACK TO SAVEPOINT a`,
+			`UPDATE allocations SET end_at = end_at + interval '2 hours' WHERE resource_id = 'h2'`,
+			`SET CONSTRAINTS ALL IMMEDIATE`,
+			`UPDATE allocations SET end_at = end_at + interval '3 hours' WHERE resource_id = 'h1'`,
+		} {
+			if _, err := tx.Exec(ctx, q); err != nil {
+				return fmt.Errorf("%s: %w", q, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok, rev = changes(t, s, 4)
+	if !ok || rev != 6 || len(got) != 4 {
+		t.Fatalf("after the transaction: ok %v, revision %d, %+v; want 4 entries up to 6", ok, rev, got)
+	}
+	for i, want := range []struct {
+		rev      int64
+		removed  bool
+		resource string
+		end      time.Time
+	}{
+		{5, true, "h2", t0.Add(2 * time.Hour)}, {5, false, "h2", t0.Add(4 * time.Hour)},
+		{6, true, "h1", t0.Add(2 * time.Hour)}, {6, false, "h1", t0.Add(5 * time.Hour)},
+	} {
+		c := got[i]
+		if c.Revision != want.rev || c.Removed != want.removed || c.Allocation.ResourceID != want.resource || !c.Allocation.End.Equal(want.end) {
+			t.Errorf("entry %d: %+v; want %+v", i, c, want)
+		}
 	}
 }
 
