@@ -64,11 +64,13 @@
 //     invisible (uncommitted), so neither a reader nor the stamp ever sees them; the
 //     ranges only keep the stamp's index walk to its own entries (with one range shared
 //     by all, every commit walked the dead entries of every change since the last
-//     vacuum: 7 ms a commit after 26,000 changes). Only a transaction's first entry
-//     queues the deferred trigger (0025), which stamps all n. The lock, not meta's
-//     row, is what stampers wait for: the lock manager grants it to one waiter at a
-//     time in the order they asked, where waiting for the row woke every waiter at
-//     each commit to race for it.
+//     vacuum: 7 ms a commit after 26,000 changes). A statement's changes are logged
+//     by one statement trigger from its transition tables (0027), counted before they
+//     are inserted (0028: a stamp run early, by SET CONSTRAINTS … IMMEDIATE, must see
+//     them). Only a transaction's first entry (number 1) queues the deferred trigger,
+//     which stamps all n. The lock, not meta's row, is what stampers wait for: the
+//     lock manager grants it to one waiter at a time in the order they asked, where
+//     waiting for the row woke every waiter at each commit to race for it.
 //   - The outbox, likewise: a notification's position (Notification.Seq, what delivery
 //     cursors keep) is provisional (negative, in the transaction's range) until a
 //     deferred trigger gives it its place from meta's outbox_position at commit, under
