@@ -142,9 +142,19 @@ type AllocationLog interface {
 // CommitStamped is implemented by stores whose write transactions give their allocation
 // changes revisions only at commit (PostgreSQL, so that writers run side by side): a
 // write transaction cannot see its own, so the manager reads none in it and brings its
-// index up to date from the log on its next request, as with another replica's writes.
+// index up to date from the log after the commit (CommitReader) or on its next request,
+// as with another replica's writes.
 type CommitStamped interface {
 	StampsAtCommit()
+}
+
+// CommitReader is implemented by CommitStamped stores that can read the allocation
+// changes after a revision (as RevisionReader's ChangesSince) in the round trip of a write
+// transaction's COMMIT, in a snapshot taken after it: a manager's index then follows the
+// manager's own commits, revisions included, with no read of its own. ok is false when
+// the read failed or the log no longer reaches back to since; err is the write's alone.
+type CommitReader interface {
+	UpdateThenChanges(ctx context.Context, since int64, fn func(Tx) error) (inventory, allocation int64, changes []AllocationChange, ok bool, err error)
 }
 
 // RevisionReader is implemented by stores that read their revisions, or their allocation

@@ -25,15 +25,41 @@ func (m *Manager) view(ctx context.Context, fn func(*resource.View) error) error
 	m.mu.RLock()
 	if a := m.avail; a != nil && a.Index.InventoryRevision == invRev && a.Index.AllocationRevision == allocRev {
 		defer m.mu.RUnlock()
+		m.currentAt.Store(time.Now().UnixNano())
 		return fn(a)
 	}
 	m.mu.RUnlock()
 	if err := m.refresh(ctx, invRev, allocRev); err != nil {
 		return err
 	}
+	m.currentAt.Store(time.Now().UnixNano())
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	return fn(m.avail)
+}
+
+// trustIndexFor is how long after the index was last known current a plan's first
+// attempt uses it without a check, on a store whose commits catch it up (CommitReader).
+// Under load every commit renews it, and the check's round trip is saved; an idle
+// manager checks first, as other replicas may have written meanwhile.
+const trustIndexFor = time.Second
+
+// planView is view for a plan that its commit re-checks under the chosen resources'
+// locks (the inventory revision, and their allocations): on a CommitReader store, a
+// first attempt plans on the index as it is while it was known current within
+// trustIndexFor. A plan it got wrong (another replica's commit since) fails the re-check
+// and is planned again on a checked view.
+func (m *Manager) planView(ctx context.Context, attempt int, fn func(*resource.View) error) error {
+	if _, ok := m.store.(climate.CommitReader); ok && attempt == 0 &&
+		time.Since(time.Unix(0, m.currentAt.Load())) < trustIndexFor {
+		m.mu.RLock()
+		if a := m.avail; a != nil {
+			defer m.mu.RUnlock()
+			return fn(a)
+		}
+		m.mu.RUnlock()
+	}
+	return m.view(ctx, fn)
 }
 
 // revisions reads the store's inventory and allocation revisions, in one statement when
@@ -321,6 +347,9 @@ func (m *Manager) commitChange(ctx context.Context, write func(climate.Tx) error
 // keep other commits out while it plans).
 func (m *Manager) commitGated(ctx context.Context, write func(climate.Tx) error, removed, added func() []climate.Allocation, exact bool) error {
 	if _, ok := m.store.(climate.CommitStamped); ok { // no revision to read in the transaction
+		if cr, ok := m.store.(climate.CommitReader); ok {
+			return m.commitThenCatchUp(ctx, cr, write)
+		}
 		return m.store.Update(ctx, write)
 	}
 	var before, after int64
@@ -355,6 +384,34 @@ func (m *Manager) commitGated(ctx context.Context, write func(climate.Tx) error,
 		changes = asChanges(removed(), added(), after)
 	}
 	m.advance(before, after, changes)
+	return nil
+}
+
+// commitThenCatchUp commits write and, in the commit's round trip, reads the changes after
+// the index's revision, its own included, and applies them: the index is then current as
+// of the commit, and the next plan need not check it (planView).
+func (m *Manager) commitThenCatchUp(ctx context.Context, cr climate.CommitReader, write func(climate.Tx) error) error {
+	m.mu.RLock()
+	cur := m.avail
+	var since, invRev int64
+	if cur != nil {
+		since, invRev = cur.Index.AllocationRevision, cur.Index.InventoryRevision
+	}
+	m.mu.RUnlock()
+	if cur == nil {
+		return m.store.Update(ctx, write)
+	}
+	inventory, rev, changes, ok, err := cr.UpdateThenChanges(ctx, since, write)
+	if err != nil || !ok || inventory != invRev || rev < since {
+		return err // the next request's check brings the index up to date
+	}
+	m.mu.Lock()
+	m.applyLocked(cur, changes, rev)
+	current := cur == m.avail
+	m.mu.Unlock()
+	if current {
+		m.currentAt.Store(time.Now().UnixNano())
+	}
 	return nil
 }
 

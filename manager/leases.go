@@ -278,7 +278,7 @@ func (m *Manager) planAndCommit(ctx context.Context, l, prev *climate.Lease, opt
 			l.End, l.Events = askedEnd, slices.Clone(askedEvents)
 		}
 		planStart := time.Now() // wall time: the clock may be a test's fake
-		err := m.view(ctx, func(a *resource.View) error {
+		err := m.planView(ctx, attempt, func(a *resource.View) error {
 			a = m.planningView(a, now, l.Preemptible)
 			if opts.search != nil { // "earliest": find the slot on this same view
 				if err := m.placeEarliest(l, a, opts.search); err != nil {

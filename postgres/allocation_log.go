@@ -33,24 +33,32 @@ func (s *Store) ChangesSince(ctx context.Context, since int64) (inventory, alloc
 	return changesSince(ctx, s.pool, since)
 }
 
-// changesSince is AllocationChanges and ChangesSince: the counters, and the log's entries
-// when it still reaches back to since, in one statement. The entries' columns are NULL on
+// changesSinceQuery reads the counters, and the log's entries after $1 when it still
+// reaches back to it, in one statement (so one snapshot). The entries' columns are NULL on
 // the one row that carries the counters when there are none.
+const changesSinceQuery = `WITH m AS MATERIALIZED (SELECT
+		(SELECT value FROM meta WHERE key = 'inventory_revision') AS inventory,
+		(SELECT value FROM meta WHERE key = 'allocation_revision') AS allocation,
+		(SELECT value FROM meta WHERE key = 'allocation_log_pruned') AS pruned)
+	SELECT m.inventory, m.allocation, $1 >= m.pruned AND $1 <= m.allocation,
+		l.revision, l.removed, l.allocation_id, l.reservation_id, l.lease_id, l.resource_id, l.start_at, l.end_at,
+		l.slots, l.vcpus, l.memory_mb, l.disk_gb, l.preemptible
+	FROM m LEFT JOIN allocation_log l ON l.revision > $1 AND $1 >= m.pruned AND $1 <= m.allocation
+	ORDER BY l.revision, l.removed DESC, l.seq`
+
+// changesSince is AllocationChanges and ChangesSince: changesSinceQuery through q.
 func changesSince(ctx context.Context, q interface {
 	Query(context.Context, string, ...any) (pgx.Rows, error)
 }, since int64) (inventory, allocation int64, changes []climate.AllocationChange, ok bool, err error) {
-	rows, err := q.Query(ctx, `WITH m AS MATERIALIZED (SELECT
-			(SELECT value FROM meta WHERE key = 'inventory_revision') AS inventory,
-			(SELECT value FROM meta WHERE key = 'allocation_revision') AS allocation,
-			(SELECT value FROM meta WHERE key = 'allocation_log_pruned') AS pruned)
-		SELECT m.inventory, m.allocation, $1 >= m.pruned AND $1 <= m.allocation,
-			l.revision, l.removed, l.allocation_id, l.reservation_id, l.lease_id, l.resource_id, l.start_at, l.end_at,
-			l.slots, l.vcpus, l.memory_mb, l.disk_gb, l.preemptible
-		FROM m LEFT JOIN allocation_log l ON l.revision > $1 AND $1 >= m.pruned AND $1 <= m.allocation
-		ORDER BY l.revision, l.removed DESC, l.seq`, since)
+	rows, err := q.Query(ctx, changesSinceQuery, since)
 	if err != nil {
 		return 0, 0, nil, false, dbError(err)
 	}
+	return scanChanges(rows)
+}
+
+// scanChanges reads the rows of changesSinceQuery and closes them.
+func scanChanges(rows pgx.Rows) (inventory, allocation int64, changes []climate.AllocationChange, ok bool, err error) {
 	defer rows.Close()
 	for rows.Next() {
 		var rev *int64
@@ -80,6 +88,25 @@ func changesSince(ctx context.Context, q interface {
 		changes = nil
 	}
 	return inventory, allocation, changes, ok, nil
+}
+
+// UpdateThenChanges implements climate.CommitReader: Update, and ChangesSince(since)
+// sent after COMMIT in its round trip, so read in a snapshot that holds the commit's
+// stamped revisions. The caller's index catches up with its own commit (and any other
+// since its revision) without a read of its own. ok is false when that read failed or
+// the log no longer reaches back to since; the write stands either way.
+func (s *Store) UpdateThenChanges(ctx context.Context, since int64, fn func(climate.Tx) error) (inventory, allocation int64, changes []climate.AllocationChange, ok bool, err error) {
+	after := func(br pgx.BatchResults) {
+		rows, err := br.Query()
+		if err == nil {
+			inventory, allocation, changes, ok, err = scanChanges(rows)
+		}
+		if err != nil {
+			ok = false
+		}
+	}
+	err = s.writeThen(ctx, func(t *tx) error { return fn(t) }, after, changesSinceQuery, since)
+	return inventory, allocation, changes, ok, err
 }
 
 // PruneAllocationLog deletes the log entries of all but the newest keep revisions and

@@ -127,9 +127,15 @@
 // the project's limits; the usage records and the charge with COMMIT. The resources are
 // held for all three. A held statement that fails (a taken id) aborts the transaction,
 // and the statement it went with (or COMMIT) returns its error, so nothing is written, as
-// when each went alone. Through the API a creation adds one read before them, the
-// planning view's revision check (which also catches the index up); its answer names the
-// hosts from that view (climate.Lease.Names), with no read after the commit.
+// when each went alone. The manager's commits also read the allocation log after its
+// index's revision, sent after COMMIT in its round trip (UpdateThenChanges,
+// climate.CommitReader): PostgreSQL runs it once the commit is done, so it reads the
+// commit's stamped entries, and the index is current as of the commit. A plan within a
+// second of that (manager.trustIndexFor) skips the view's revision check, so under load
+// an API creation is the write transaction's three round trips; an idle manager checks
+// first (four), and a plan another replica's commit made stale fails the re-check and is
+// made again on a checked view. The answer names the hosts from the planning view
+// (climate.Lease.Names), with no read after the commit.
 //
 // # The exclusion constraints
 //

@@ -123,11 +123,29 @@ func (p *pipe) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 	return br
 }
 
-// commit sends the held statements and COMMIT in one round trip.
-func (p *pipe) commit(ctx context.Context) error {
-	tag, err := p.Exec(ctx, "commit")
+// commit sends the held statements and COMMIT in one round trip; when then is set, sql
+// goes after COMMIT in the same round trip (PostgreSQL runs it after the commit, in a
+// transaction of its own) and then reads its result if the commit succeeded.
+func (p *pipe) commit(ctx context.Context, then func(pgx.BatchResults), sql string, args ...any) error {
+	b := one("commit")
+	if then != nil {
+		b.Queue(sql, args...)
+	}
+	br, err := p.send(ctx, b)
+	if err != nil {
+		return err
+	}
+	tag, err := br.Exec()
 	if err == nil && tag.String() == "ROLLBACK" { // an earlier error aborted it
 		err = pgx.ErrTxCommitRollback
+	}
+	if err == nil && then != nil {
+		then(br)
+	}
+	// After a commit that succeeded, the read after it failing (then saw it) is not the
+	// write's failure.
+	if cerr := br.Close(); err == nil && then == nil {
+		err = cerr
 	}
 	return err
 }

@@ -31,7 +31,10 @@ type Store struct {
 	committed, roundTrips atomic.Int64
 }
 
-var _ climate.Store = (*Store)(nil)
+var (
+	_ climate.Store        = (*Store)(nil)
+	_ climate.CommitReader = (*Store)(nil)
+)
 
 // Open connects to the database at dsn (a postgres:// URL or key=value string) and applies
 // pending migrations. A search_path parameter selects the schema of this installation
@@ -163,6 +166,12 @@ func (*Store) StampsAtCommit() {}
 
 // write is Update for the store's own maintenance writes.
 func (s *Store) write(ctx context.Context, fn func(*tx) error) error {
+	return s.writeThen(ctx, fn, nil, "")
+}
+
+// writeThen is write; when then is set, sql (with args) goes after COMMIT in its round
+// trip, and then reads its result once the commit succeeded.
+func (s *Store) writeThen(ctx context.Context, fn func(*tx) error, then func(pgx.BatchResults), sql string, args ...any) error {
 	select {
 	case s.writers <- struct{}{}:
 		defer func() { <-s.writers }()
@@ -191,7 +200,7 @@ func (s *Store) write(ctx context.Context, fn func(*tx) error) error {
 	// Deferred constraints (the exclusion constraints) are checked here, and the
 	// allocation log's entries get their revisions. A COMMIT that did not run (a held
 	// statement before it failed) leaves the transaction to roll back above.
-	if err := p.commit(ctx); err != nil {
+	if err := p.commit(ctx, then, sql, args...); err != nil {
 		return dbError(err)
 	}
 	committed = true
