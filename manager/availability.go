@@ -45,21 +45,22 @@ func (m *Manager) view(ctx context.Context, fn func(*resource.View) error) error
 const trustIndexFor = time.Second
 
 // planView is view for a plan that its commit re-checks under the chosen resources'
-// locks (the inventory revision, and their allocations): on a CommitReader store, a
-// first attempt plans on the index as it is while it was known current within
-// trustIndexFor. A plan it got wrong (another replica's commit since) fails the re-check
-// and is planned again on a checked view.
-func (m *Manager) planView(ctx context.Context, attempt int, fn func(*resource.View) error) error {
-	if _, ok := m.store.(climate.CommitReader); ok && attempt == 0 &&
+// locks (the inventory revision, and their allocations): when trust is set, on a
+// CommitReader store, it plans on the index as it is while it was known current within
+// trustIndexFor, and reports so. A plan it got wrong (another replica's commit since)
+// fails the re-check and is planned again on a checked view; so must a refusal, which
+// the caller does not answer from a trusted view.
+func (m *Manager) planView(ctx context.Context, trust bool, fn func(*resource.View) error) (trusted bool, err error) {
+	if _, ok := m.store.(climate.CommitReader); ok && trust &&
 		time.Since(time.Unix(0, m.currentAt.Load())) < trustIndexFor {
 		m.mu.RLock()
 		if a := m.avail; a != nil {
 			defer m.mu.RUnlock()
-			return fn(a)
+			return true, fn(a)
 		}
 		m.mu.RUnlock()
 	}
-	return m.view(ctx, fn)
+	return false, m.view(ctx, fn)
 }
 
 // revisions reads the store's inventory and allocation revisions, in one statement when

@@ -278,7 +278,9 @@ func (m *Manager) planAndCommit(ctx context.Context, l, prev *climate.Lease, opt
 			l.End, l.Events = askedEnd, slices.Clone(askedEvents)
 		}
 		planStart := time.Now() // wall time: the clock may be a test's fake
-		err := m.planView(ctx, attempt, func(a *resource.View) error {
+		// Only a first attempt that commits may plan on a trusted index: a dry run's answer,
+		// an earliest slot and a refusal are given as of a checked view.
+		trusted, err := m.planView(ctx, attempt == 0 && !opts.dryRun && opts.search == nil, func(a *resource.View) error {
 			a = m.planningView(a, now, l.Preemptible)
 			if opts.search != nil { // "earliest": find the slot on this same view
 				if err := m.placeEarliest(l, a, opts.search); err != nil {
@@ -303,6 +305,9 @@ func (m *Manager) planAndCommit(ctx context.Context, l, prev *climate.Lease, opt
 			return err
 		})
 		m.cfg.Observer.Planned(time.Since(planStart))
+		if err != nil && trusted {
+			continue // refused on the trusted index: plan again on a checked one
+		}
 		if err != nil || opts.dryRun {
 			return err
 		}

@@ -121,4 +121,21 @@ func TestPlansTrustAnIndexItsCommitsCaughtUp(t *testing.T) {
 		t.Errorf("%d reads before planning again, want the one check", n)
 	}
 	checkReplica(t, "a after the conflict", ma, a, hosts)
+
+	// A refusal is not answered from a trusted index: b deletes a's lease at hour 20,
+	// which a's index still holds, and a's lease for that hour is planned again on a
+	// checked view, which finds the host free.
+	start := climate.Date{Time: replicaT0.Add(20 * time.Hour)}
+	l, err := ma.CreateLease(ctx, replicaMember, climate.LeaseRequest{Name: "l", Start: start, End: climate.Date{Time: start.Time.Add(time.Hour)},
+		Reservations: []climate.ReservationRequest{{ResourceType: climate.ResourceTypeHost, Min: &one, Max: &one}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mb.DeleteLease(ctx, replicaMember, l.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := lease(ma, 20); err != nil {
+		t.Errorf("a's lease where b freed the host: %v", err)
+	}
+	checkReplica(t, "a at the end", ma, a, hosts)
 }
