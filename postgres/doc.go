@@ -134,8 +134,8 @@
 // second of that (manager.trustIndexFor) skips the view's revision check, so under load
 // an API creation is the write transaction's three round trips; an idle manager checks
 // first (four), and a plan another replica's commit made stale fails the re-check and is
-// made again on a checked view. The answer names the hosts from the planning view
-// (climate.Lease.Names), with no read after the commit.
+// made again on a checked view, as is a refusal. The answer names the hosts from the
+// planning view (climate.Lease.Names), with no read after the commit.
 //
 // # The exclusion constraints
 //
