@@ -60,6 +60,9 @@ func (w *waitOptions) check() error {
 // through the stream. A server without the stream is polled instead: soon, then less and
 // less often up to every --interval, and right after the lease's start or end is due.
 func (w *waitOptions) run(cmd *cobra.Command, c *client.Client, l *api.Lease) (*api.Lease, error) {
+	// began is read before the timeout's deadline is set, so a wait the deadline ended
+	// has always lasted the timeout (stopped tells the two apart by it).
+	began := time.Now()
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 	defer stop()
 	if w.timeout > 0 {
@@ -69,7 +72,6 @@ func (w *waitOptions) run(cmd *cobra.Command, c *client.Client, l *api.Lease) (*
 	}
 	line := newStatusLine(cmd.ErrOrStderr())
 	defer line.done()
-	began := time.Now()
 	stopped := func() error {
 		if cmd.Context().Err() == nil && w.timeout > 0 && time.Since(began) >= w.timeout {
 			return fmt.Errorf("lease %s is still %s after %s (--timeout)", l.Name, l.Status, w.timeout)
