@@ -81,13 +81,7 @@ func (m *Manager) revisions(ctx context.Context) (inventory, allocation int64, e
 		})
 		return inventory, allocation, err
 	}
-	m.mu.RLock()
-	cur := m.avail
-	var since, invRev int64
-	if cur != nil {
-		since, invRev = cur.Index.AllocationRevision, cur.Index.InventoryRevision
-	}
-	m.mu.RUnlock()
+	cur, since, invRev := m.indexAt()
 	if cur == nil {
 		return r.Revisions(ctx)
 	}
@@ -97,6 +91,17 @@ func (m *Manager) revisions(ctx context.Context) (inventory, allocation int64, e
 	}
 	m.caughtUp(cur, changes, allocation)
 	return inventory, allocation, nil
+}
+
+// indexAt returns the current view (nil before the first build) and its index's
+// allocation and inventory revisions.
+func (m *Manager) indexAt() (cur *resource.View, allocation, inventory int64) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if cur = m.avail; cur != nil {
+		allocation, inventory = cur.Index.AllocationRevision, cur.Index.InventoryRevision
+	}
+	return cur, allocation, inventory
 }
 
 // Warm builds the availability index now (a server calls it at start, so the first
@@ -392,13 +397,7 @@ func (m *Manager) commitGated(ctx context.Context, write func(climate.Tx) error,
 // the index's revision, its own included, and applies them: the index is then current as
 // of the commit, and the next plan need not check it (planView).
 func (m *Manager) commitThenCatchUp(ctx context.Context, cr climate.CommitReader, write func(climate.Tx) error) error {
-	m.mu.RLock()
-	cur := m.avail
-	var since, invRev int64
-	if cur != nil {
-		since, invRev = cur.Index.AllocationRevision, cur.Index.InventoryRevision
-	}
-	m.mu.RUnlock()
+	cur, since, invRev := m.indexAt()
 	if cur == nil {
 		return m.store.Update(ctx, write)
 	}

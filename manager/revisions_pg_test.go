@@ -30,7 +30,9 @@ func (s *countingStore) ChangesSince(ctx context.Context, since int64) (int64, i
 // On a store that reads its revisions in one statement (PostgreSQL), a view that is
 // behind, after another replica's commit or its own, catches up in the statement that
 // finds it so: one round trip, not a second to read the log.
-func TestViewCatchesUpInOneStatement(t *testing.T) {
+// twoReplicas opens two stores on one PostgreSQL schema, the first counting its
+// revision reads, and a manager on each.
+func twoReplicas(t *testing.T) (a *countingStore, b *postgres.Store, ma, mb *Manager) {
 	ctx := context.Background()
 	dsn := postgres.TestDSN(t)
 	open := func() *postgres.Store {
@@ -41,9 +43,14 @@ func TestViewCatchesUpInOneStatement(t *testing.T) {
 		t.Cleanup(func() { st.Close() })
 		return st
 	}
-	a, b := &countingStore{Store: open()}, open()
+	a, b = &countingStore{Store: open()}, open()
 	clk := clock.NewFake(replicaT0)
-	ma, mb := New(a, clk, Config{}), New(b, clk, Config{})
+	return a, b, New(a, clk, Config{}), New(b, clk, Config{})
+}
+
+func TestViewCatchesUpInOneStatement(t *testing.T) {
+	ctx := context.Background()
+	a, b, ma, mb := twoReplicas(t)
 	hosts := replicaHosts(t, ma, 3)
 	checkReplica(t, "a", ma, a, hosts)
 	checkReplica(t, "b", mb, b, hosts)
@@ -70,18 +77,7 @@ func TestViewCatchesUpInOneStatement(t *testing.T) {
 // commit's re-check and is made again on a checked view.
 func TestPlansTrustAnIndexItsCommitsCaughtUp(t *testing.T) {
 	ctx := context.Background()
-	dsn := postgres.TestDSN(t)
-	open := func() *postgres.Store {
-		st, err := postgres.Open(ctx, dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		return st
-	}
-	a, b := &countingStore{Store: open()}, open()
-	clk := clock.NewFake(replicaT0)
-	ma, mb := New(a, clk, Config{}), New(b, clk, Config{})
+	a, b, ma, mb := twoReplicas(t)
 	hosts := replicaHosts(t, ma, 1)
 	checkReplica(t, "b", mb, b, hosts)
 	one := 1
