@@ -90,7 +90,11 @@ func (b *apiBench) runAll(ctx context.Context, clients []int, replicas, first in
 	p := &progressLine{w: stderr}
 	for k, c := range clients {
 		before, measured := b.cpuUsed()
-		walBefore, walErr := b.walBytes(ctx)
+		var walBefore int64
+		var walErr error
+		if b.wal != nil {
+			walBefore, walErr = b.wal.WALBytes(ctx)
+		}
 		run, err := b.run(ctx, c, first+k*b.requests, b.requests, p)
 		p.done()
 		if err != nil {
@@ -109,18 +113,10 @@ func (b *apiBench) runAll(ctx context.Context, clients []int, replicas, first in
 	return nil
 }
 
-// walBytes reads PostgreSQL's WAL position (0 without a walReader).
-func (b *apiBench) walBytes(ctx context.Context) (int64, error) {
-	if b.wal == nil {
-		return 0, nil
-	}
-	return b.wal.WALBytes(ctx)
-}
-
 // walSince is the WAL PostgreSQL wrote per request, in KiB, over n requests since the
 // position before (read with error beforeErr); nil, said on stderr, when unreadable.
 func (b *apiBench) walSince(ctx context.Context, before int64, beforeErr error, n int, stderr io.Writer) *float64 {
-	after, err := b.walBytes(ctx)
+	after, err := b.wal.WALBytes(ctx)
 	if err = cmp.Or(beforeErr, err); err != nil {
 		fmt.Fprintf(stderr, "PostgreSQL's WAL position unavailable: %v\n", err)
 		return nil
