@@ -96,17 +96,11 @@ func scanChanges(rows pgx.Rows) (inventory, allocation int64, changes []climate.
 // since its revision) without a read of its own. ok is false when that read failed or
 // the log no longer reaches back to since; the write stands either way.
 func (s *Store) UpdateThenChanges(ctx context.Context, since int64, fn func(climate.Tx) error) (inventory, allocation int64, changes []climate.AllocationChange, ok bool, err error) {
-	after := func(br pgx.BatchResults) {
-		rows, err := br.Query()
-		if err == nil {
-			inventory, allocation, changes, ok, err = scanChanges(rows)
-		}
-		if err != nil {
-			ok = false
-		}
+	r := &writeRequest{ctx: ctx, fn: func(t *tx) error { return fn(t) }, since: &since}
+	if err := s.enqueue(r); err != nil || r.read == nil {
+		return 0, 0, nil, false, err
 	}
-	err = s.writeThen(ctx, func(t *tx) error { return fn(t) }, after, changesSinceQuery, since)
-	return inventory, allocation, changes, ok, err
+	return r.read.inventory, r.read.allocation, r.read.changes, r.read.ok, nil
 }
 
 // PruneAllocationLog deletes the log entries of all but the newest keep revisions and

@@ -107,11 +107,27 @@
 // changes are stamped at commit; the Store says so, climate.CommitStamped, and the
 // manager reads none there), so the manager brings its availability index up to date
 // from the log on its next request, like a replica does with other replicas' writes.
-// Within a process, Updates also queue on a local semaphore that keeps four pooled
-// connections for reads, so writers waiting for locks never take every connection away
+// Within a process, Updates queue for writer goroutines, one for each pooled connection
+// but four kept for reads, so writers waiting for locks never take every connection away
 // from Views. The pool's default size, eight, leaves four writers a process: more would
 // only queue on the commit stamp, where a wait costs PostgreSQL far more (defaultMaxConns
 // gives the figures); pool_max_conns in the URL sets it.
+//
+// # Group commit
+//
+// Each writer runs the Updates that queued while it was busy in one transaction, each in
+// a savepoint (batch.go): they share BEGIN, COMMIT with its WAL flush and stamp, and the
+// log's read-back, which under load were most of a write's cost. A request's re-check
+// sees the requests before it in the batch, and their locks are its own; a request that
+// fails rolls back to its savepoint alone. Correctness rests on the same locks as above,
+// held to the batch's commit. The new hazard is a cycle of waits between batches, each
+// holding its earlier requests' locks, which PostgreSQL would break only after
+// deadlock_timeout by aborting a whole batch: so a batch's later requests wait for a lock
+// at most laterLockTimeout (lock_timeout), then give up their place, are rolled back to
+// their savepoints, and run first in the writer's next batch, waiting as a lone
+// transaction does. Every cycle then holds a request that gives up. A transaction that
+// fails as a whole (a held statement, perhaps another request's, or COMMIT: a deferred
+// constraint) reruns its requests alone.
 //
 // # Round trips
 //

@@ -32,6 +32,9 @@ type pipe struct {
 	// sent counts the round trips, so a value read alongside another statement is used
 	// only if nothing was sent since (tx.inventory).
 	sent int
+	// heldFailed is set once a held statement failed (in a batch, perhaps another
+	// request's: batch.go).
+	heldFailed bool
 }
 
 func newPipe(conn *pgx.Conn) *pipe {
@@ -73,11 +76,30 @@ func (p *pipe) send(ctx context.Context, b *pgx.Batch) (pgx.BatchResults, error)
 			_, err = br.Exec()
 		}
 		if err != nil {
+			p.heldFailed = true
 			br.Close()
 			return nil, err
 		}
 	}
 	return br, nil
+}
+
+// aborted reports whether a statement failed in the transaction (and it was not rolled
+// back to a savepoint since).
+func (p *pipe) aborted() bool { return p.conn.PgConn().TxStatus() == 'E' }
+
+// rollbackTo rolls an aborted transaction back to a savepoint, at once and in the simple
+// protocol: pgx prepares a batch's new statements before running it, which an aborted
+// transaction refuses, and it forgets a failed batch's statements without deallocating
+// them until the transaction is usable again, so preparing one anew would fail.
+func (p *pipe) rollbackTo(ctx context.Context, savepoint string) error {
+	p.sent++
+	return p.conn.PgConn().Exec(ctx, "rollback to savepoint "+savepoint).Close()
+}
+
+// truncate drops the held statements from the n-th on, unsent.
+func (p *pipe) truncate(n int) {
+	p.held.QueuedQueries, p.read = p.held.QueuedQueries[:n], p.read[:n]
 }
 
 func one(sql string, args ...any) *pgx.Batch {

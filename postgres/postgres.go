@@ -21,14 +21,18 @@ import (
 type Store struct {
 	pool   *pgxpool.Pool
 	schema string // where this installation's tables live: the first entry of search_path
-	// writers admits the pool's connections but readConns to Updates, so writers waiting
-	// for a lock never take every connection away from Views.
-	writers chan struct{}
+	// writes queues Updates for the writer goroutines (batch.go), one for each of the
+	// pool's connections but readConns, so writers waiting for a lock never take every
+	// connection away from Views. closing stops them; stopped is closed once they have.
+	writes           chan *writeRequest
+	closing, stopped chan struct{}
+	closeOnce        sync.Once
 	// own holds the server process ids of the pool's connections: WatchEvents passes over
 	// what they notify, which this process was told of as it committed.
 	own sync.Map
-	// The write transactions committed and the round trips they took (WriteRoundTrips).
-	committed, roundTrips atomic.Int64
+	// The writes (Updates) committed and the round trips their transactions took
+	// (WriteRoundTrips); the transactions (batches) that held them.
+	committed, roundTrips, batches atomic.Int64
 }
 
 var (
@@ -45,7 +49,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{schema: schema, writers: make(chan struct{}, max(1, int(cfg.MaxConns)-readConns))}
+	s := &Store{schema: schema}
 	cfg.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
 		s.own.Store(c.PgConn().PID(), struct{}{})
 		return nil
@@ -73,6 +77,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
+	s.startWriters(max(1, int(cfg.MaxConns)-readConns))
 	return s, nil
 }
 
@@ -139,6 +144,7 @@ func (s *Store) Schema() string { return s.schema }
 
 // Close closes the connection pool. WatchEvents calls stop when their context is done.
 func (s *Store) Close() error {
+	s.stopWriters()
 	s.pool.Close()
 	return nil
 }
@@ -153,9 +159,11 @@ func (s *Store) View(ctx context.Context, fn func(climate.Tx) error) error {
 	return fn(newTx(pgTx, false, ""))
 }
 
-// Update runs fn in a write transaction. Writers run side by side: they serialize only on
-// the resources whose allocations they read to re-check (ListAllocations), and, for the
-// instant of the commit, on the allocation revision (see doc.go).
+// Update runs fn in a write transaction, batched with the Updates waiting at the same
+// time (group commit, batch.go). Writers run side by side: they serialize only on the
+// resources whose allocations they read to re-check (ListAllocations), and, for the
+// instant of the commit, on the allocation revision (see doc.go). fn must not call Update
+// on the same Store.
 func (s *Store) Update(ctx context.Context, fn func(climate.Tx) error) error {
 	return s.write(ctx, func(t *tx) error { return fn(t) })
 }
@@ -166,51 +174,12 @@ func (*Store) StampsAtCommit() {}
 
 // write is Update for the store's own maintenance writes.
 func (s *Store) write(ctx context.Context, fn func(*tx) error) error {
-	return s.writeThen(ctx, fn, nil, "")
+	return s.enqueue(&writeRequest{ctx: ctx, fn: fn})
 }
 
-// writeThen is write; when then is set, sql (with args) goes after COMMIT in its round
-// trip, and then reads its result once the commit succeeded.
-func (s *Store) writeThen(ctx context.Context, fn func(*tx) error, then func(pgx.BatchResults), sql string, args ...any) error {
-	select {
-	case s.writers <- struct{}{}:
-		defer func() { <-s.writers }()
-	case <-ctx.Done():
-		return dbError(ctx.Err())
-	}
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return dbError(err)
-	}
-	// A connection left mid-transaction (a failed rollback) is closed by Release, not
-	// pooled.
-	defer conn.Release()
-	p := newPipe(conn.Conn())
-	committed := false
-	defer func() {
-		if !committed {
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			defer cancel()
-			p.rollback(ctx)
-		}
-	}()
-	if err := fn(newWriteTx(p, s.schema)); err != nil {
-		return err
-	}
-	// Deferred constraints (the exclusion constraints) are checked here, and the
-	// allocation log's entries get their revisions. A COMMIT that did not run (a held
-	// statement before it failed) leaves the transaction to roll back above.
-	if err := p.commit(ctx, then, sql, args...); err != nil {
-		return dbError(err)
-	}
-	committed = true
-	s.committed.Add(1)
-	s.roundTrips.Add(int64(p.sent))
-	return nil
-}
-
-// WriteRoundTrips returns how many write transactions this Store has committed and how
-// many round trips to the database they took in all, BEGIN and COMMIT included
+// WriteRoundTrips returns how many writes (Updates) this Store has committed and how many
+// round trips to the database their transactions took in all, BEGIN and COMMIT included;
+// a batch's round trips are shared by its writes
 // (metrics.RoundTripCounter): what a database a network away costs each write.
 func (s *Store) WriteRoundTrips() (transactions, roundTrips int64) {
 	return s.committed.Load(), s.roundTrips.Load()
