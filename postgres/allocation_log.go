@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"climate"
+	"climate/groupcommit"
 )
 
 // AllocationChanges returns the logged allocation changes with since < revision, in
@@ -96,7 +97,7 @@ func scanChanges(rows pgx.Rows) (inventory, allocation int64, changes []climate.
 // since its revision) without a read of its own. ok is false when that read failed or
 // the log no longer reaches back to since; the write stands either way.
 func (s *Store) UpdateThenChanges(ctx context.Context, since int64, fn func(climate.Tx) error) (inventory, allocation int64, changes []climate.AllocationChange, ok bool, err error) {
-	r := &writeRequest{ctx: ctx, fn: func(t *tx) error { return fn(t) }, since: &since}
+	r := &writeRequest{Request: groupcommit.Request{Ctx: ctx}, fn: func(t *tx) error { return fn(t) }, since: &since}
 	if err := s.enqueue(r); err != nil || r.read == nil {
 		return 0, 0, nil, false, err
 	}

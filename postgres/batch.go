@@ -3,17 +3,16 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
-	"sync"
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 
 	"climate"
+	"climate/groupcommit"
 )
 
-// Group commit, as on SQLite (sqlite/batch.go). Each write transaction pays for BEGIN,
+// Group commit, as on SQLite (sqlite/batch.go; the queue: package groupcommit). Each write transaction pays for BEGIN,
 // COMMIT with its WAL flush, the commit stamp (taken in turn by every writer, doc.go) and,
 // for the manager's, the log's read-back; under load most of a writer's cost is that. So a
 // few writer goroutines (one per writer connection) each take the Updates waiting when it
@@ -51,13 +50,12 @@ const sqlLockNotAvailable = "55P03"
 
 // writeRequest is one Update waiting for a writer.
 type writeRequest struct {
-	ctx context.Context
-	fn  func(*tx) error
+	groupcommit.Request
+	fn func(*tx) error
 	// since, when not nil, asks for the allocation log after it, read after COMMIT in its
 	// round trip (UpdateThenChanges); read is where the batch puts it.
 	since *int64
 	read  *changesRead
-	done  chan error // fn's outcome, once its batch has committed or rolled back
 }
 
 // changesRead is the log read after a batch's commit, shared by the requests that asked.
@@ -67,153 +65,33 @@ type changesRead struct {
 	ok                    bool
 }
 
-// panicked carries a panic in fn back to the goroutine that called Update.
-type panicked struct{ value any }
-
-func (p panicked) Error() string { return fmt.Sprint("panic in an Update: ", p.value) }
-
 var errClosed = &climate.Error{Code: climate.CodeInternal, Err: errors.New("postgres: store closed")}
 
 // startWriters starts n writer goroutines.
 func (s *Store) startWriters(n int) {
-	s.writes = make(chan *writeRequest, maxBatch)
-	s.closing, s.stopped = make(chan struct{}), make(chan struct{})
-	var running sync.WaitGroup
-	running.Add(n)
-	for range n {
-		go func() {
-			defer running.Done()
-			s.writeLoop()
-		}()
-	}
-	go func() {
-		running.Wait()
-		close(s.stopped)
-	}()
-}
-
-// stopWriters stops the writers after the batches they are running.
-func (s *Store) stopWriters() {
-	s.closeOnce.Do(func() { close(s.closing) })
-	<-s.stopped
+	s.writes = groupcommit.Start(n, maxBatch, errClosed, s.commitBatch)
 }
 
 // enqueue runs r in a writer's batch and returns fn's outcome.
-func (s *Store) enqueue(r *writeRequest) error {
-	if err := r.ctx.Err(); err != nil {
-		return dbError(err)
-	}
-	r.done = make(chan error, 1)
-	select {
-	case s.writes <- r:
-	case <-r.ctx.Done():
-		return dbError(r.ctx.Err())
-	case <-s.closing:
-		return errClosed
-	}
-	var err error
-	select {
-	case err = <-r.done: // once queued, a request is run to its end: its batch depends on it
-	case <-s.stopped: // the writers answered all they took before they stopped
-		select {
-		case err = <-r.done:
-		default:
-			err = errClosed
-		}
-	}
-	if p, ok := err.(panicked); ok {
-		panic(p.value)
-	}
-	return err
-}
+func (s *Store) enqueue(r *writeRequest) error { return s.writes.Submit(r) }
 
-func (s *Store) writeLoop() {
-	var carried []*writeRequest // gave up their places for a lock: first in the next batch
-	batch := make([]*writeRequest, 0, maxBatch)
-	for {
-		batch = append(batch[:0], carried...)
-		if len(batch) == 0 {
-			select {
-			case r := <-s.writes:
-				batch = append(batch, r)
-			case <-s.closing:
-				s.refuseQueued()
-				return
-			}
-		}
-	more:
-		for len(batch) < maxBatch {
-			select {
-			case r := <-s.writes:
-				batch = append(batch, r)
-			default:
-				break more
-			}
-		}
-		carried = s.commitBatch(batch)
-	}
-}
-
-// refuseQueued answers the requests still queued when the store closes.
-func (s *Store) refuseQueued() {
-	for {
-		select {
-		case r := <-s.writes:
-			r.done <- errClosed
-		default:
-			return
-		}
-	}
-}
-
-// commitBatch runs the live requests of batch in one transaction and tells each its
-// outcome, but for those that gave up their places for a lock, which it returns.
-func (s *Store) commitBatch(batch []*writeRequest) (carried []*writeRequest) {
-	live := batch[:0:0]
-	for _, r := range batch {
-		if err := r.ctx.Err(); err != nil {
-			r.done <- dbError(err)
-			continue
-		}
-		live = append(live, r)
-	}
-	if len(live) == 0 {
-		return nil
-	}
+// commitBatch runs the requests in one transaction and tells each its outcome, but for
+// those that gave up their places for a lock, which it returns.
+func (s *Store) commitBatch(live []*writeRequest) (carried []*writeRequest) {
 	results, err := s.runBatch(live)
+	groupcommit.Settle(live, results, err, s.runBatch)
 	for i, r := range live {
-		switch {
-		case results[i] == errYielded:
+		if results[i] == errYielded {
 			carried = append(carried, r)
-			continue
-		case results[i] != nil: // its own failure, rolled back whatever became of the rest
-		case errors.Is(err, errBatchBroken):
-			results[i] = s.runAlone(r)
-		default: // committed, unless BEGIN or COMMIT failed and nothing was
-			results[i] = err
+		} else {
+			r.Answer(results[i])
 		}
-		r.done <- results[i]
 	}
 	return carried
 }
 
-var (
-	// errBatchBroken: the batch's transaction can no longer hold the requests that
-	// succeeded in it; each runs again alone.
-	errBatchBroken = errors.New("postgres: batch transaction broken")
-	// errYielded: the request gave up its place in the batch for a lock, and was rolled
-	// back.
-	errYielded = errors.New("postgres: request yielded its place")
-)
-
-// runAlone runs one request in a transaction of its own.
-func (s *Store) runAlone(r *writeRequest) error {
-	results, err := s.runBatch([]*writeRequest{r})
-	if results[0] != nil {
-		return results[0]
-	}
-	return err
-}
+// errYielded: the request gave up its place in the batch for a lock, and was rolled back.
+var errYielded = errors.New("postgres: request yielded its place")
 
 // runBatch runs the requests in one transaction, each in a savepoint when there are
 // several. results[i] is the error of the i-th request's fn (errYielded for one that
@@ -227,7 +105,7 @@ func (s *Store) runBatch(reqs []*writeRequest) (results []error, err error) {
 	var waiting atomic.Int32
 	waiting.Store(int32(len(reqs)))
 	for _, r := range reqs {
-		stop := context.AfterFunc(r.ctx, func() {
+		stop := context.AfterFunc(r.Ctx, func() {
 			if waiting.Add(-1) == 0 {
 				cancel()
 			}
@@ -249,7 +127,7 @@ func (s *Store) runBatch(reqs []*writeRequest) (results []error, err error) {
 		}
 	}()
 	if len(reqs) == 1 {
-		results[0] = call(reqs[0].fn, newWriteTx(p, s.schema))
+		results[0] = groupcommit.Call(reqs[0].fn, newWriteTx(p, s.schema))
 	} else {
 		for i, r := range reqs {
 			if i == 1 {
@@ -257,12 +135,12 @@ func (s *Store) runBatch(reqs []*writeRequest) (results []error, err error) {
 			}
 			held, sent := len(p.read), p.sent
 			p.hold(nil, "savepoint request")
-			results[i] = call(r.fn, newWriteTx(p, s.schema))
+			results[i] = groupcommit.Call(r.fn, newWriteTx(p, s.schema))
 			switch {
 			case p.heldFailed: // perhaps an earlier request's statement: who failed is unclear
-				return results, errBatchBroken
+				return results, groupcommit.ErrBroken
 			case results[i] == nil && p.aborted(): // it went on past an error
-				return results, errBatchBroken
+				return results, groupcommit.ErrBroken
 			case results[i] == nil:
 				p.hold(nil, "release savepoint request")
 				continue
@@ -272,7 +150,7 @@ func (s *Store) runBatch(reqs []*writeRequest) (results []error, err error) {
 				p.truncate(0)
 				if p.aborted() {
 					if err := p.rollbackTo(ctx, "request"); err != nil {
-						return results, errBatchBroken
+						return results, groupcommit.ErrBroken
 					}
 				} else {
 					p.hold(nil, "rollback to savepoint request")
@@ -309,7 +187,7 @@ func (s *Store) runBatch(reqs []*writeRequest) (results []error, err error) {
 	}
 	if err := p.commit(ctx, then, changesSinceQuery, args...); err != nil {
 		if len(reqs) > 1 && (sqlState(err) != "" || errors.Is(err, pgx.ErrTxCommitRollback)) {
-			return results, errBatchBroken // the server refused it: nothing was written
+			return results, groupcommit.ErrBroken // the server refused it: nothing was written
 		}
 		return results, dbError(err)
 	}
@@ -323,14 +201,4 @@ func (s *Store) runBatch(reqs []*writeRequest) (results []error, err error) {
 	s.roundTrips.Add(int64(p.sent))
 	s.batches.Add(1)
 	return results, nil
-}
-
-// call runs fn, turning a panic into an error its caller panics with again.
-func call(fn func(*tx) error, t *tx) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = panicked{v}
-		}
-	}()
-	return fn(t)
 }

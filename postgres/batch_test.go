@@ -1,14 +1,12 @@
 package postgres
 
 import (
-	"errors"
-	"fmt"
 	"runtime"
-	"sync"
 	"testing"
 	"time"
 
 	"climate"
+	"climate/storetest"
 )
 
 // oneWriter opens a store with a single writer goroutine (five connections, four kept
@@ -32,137 +30,21 @@ func holdWriter(t *testing.T, s *Store) (release chan struct{}, first chan error
 
 // waitQueued returns once n requests wait for the writer.
 func waitQueued(s *Store, n int) {
-	for len(s.writes) < n {
+	for s.writes.Waiting() < n {
 		runtime.Gosched()
 	}
 }
 
-// TestGroupCommitBatchWithConflicts queues requests while the writer is busy, so they
-// commit as one batch, and checks that exactly the right ones succeed: of several
-// requests that each book host h1 over the same window after checking that nobody holds
-// it (the manager's re-check), one wins and the others see its allocation; requests that
-// fail after writing, fail in a statement (the transaction aborted until rolled back to
-// their savepoint) or panic leave nothing behind; the requests around them are kept.
+// TestGroupCommitBatchWithConflicts: storetest.GroupCommit on one writer, with a
+// request whose statement fails, aborting the transaction until it is rolled back to
+// the request's savepoint.
 func TestGroupCommitBatchWithConflicts(t *testing.T) {
 	s := oneWriter(t)
-	end := t0.Add(time.Hour)
-	errTaken := errors.New("h1 is taken")
-	book := func(id, host string) func(climate.Tx) error { // check, then insert
-		return func(tx climate.Tx) error {
-			others, err := tx.ListAllocations(ctx, climate.AllocationFilter{ResourceIDs: []string{host}, From: t0, To: end})
-			if err != nil {
-				return err
-			}
-			if len(others) > 0 {
-				return errTaken
-			}
-			return tx.InsertLease(ctx, testLease(id, t0, end, host))
-		}
-	}
-	errLate := errors.New("failed after writing")
-	requests := map[string]func(climate.Tx) error{
-		"late-failure": func(tx climate.Tx) error {
-			if err := tx.InsertLease(ctx, testLease("late", t0, end, "h2")); err != nil {
-				return err
-			}
-			_, err := tx.GetLease(ctx, "late") // sends the held rows
-			return errors.Join(err, errLate)
-		},
-		"bad-statement": func(ctl climate.Tx) error {
-			if err := ctl.InsertLease(ctx, testLease("bad", t0, end, "h3")); err != nil {
-				return err
-			}
+	storetest.GroupCommit(t, s, storetest.Queue{Waiting: s.writes.Waiting, Batches: s.batches.Load,
+		FailStatement: func(ctl climate.Tx) error {
 			_, err := ctl.(*tx).q.Exec(ctx, "SELECT 1 / 0")
 			return err
-		},
-		"panic": func(tx climate.Tx) error {
-			if err := tx.InsertLease(ctx, testLease("panic", t0, end, "h5")); err != nil {
-				return err
-			}
-			panic("boom")
-		},
-		"other-host": book("other", "h4"),
-	}
-	const bookers = 6
-	for i := range bookers {
-		requests[fmt.Sprintf("booker-%d", i)] = book(fmt.Sprintf("b%d", i), "h1")
-	}
-
-	release, first := holdWriter(t, s)
-	type outcome struct {
-		name string
-		err  error
-		pan  any
-	}
-	outcomes := make(chan outcome, len(requests))
-	var wg sync.WaitGroup
-	for name, fn := range requests {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() {
-				if v := recover(); v != nil {
-					outcomes <- outcome{name: name, pan: v}
-				}
-			}()
-			outcomes <- outcome{name: name, err: s.Update(ctx, fn)}
-		}()
-	}
-	waitQueued(s, len(requests))
-	batchesBefore := s.batches.Load()
-	close(release)
-	wg.Wait()
-	close(outcomes)
-	if err := <-first; err != nil {
-		t.Fatal(err)
-	}
-	if got := s.batches.Load() - batchesBefore; got != 2 { // the held one, then all the queued ones
-		t.Errorf("the queued requests committed in %d transactions, want 1", got-1)
-	}
-
-	won := 0
-	for o := range outcomes {
-		switch {
-		case o.name == "panic":
-			if o.pan != "boom" {
-				t.Errorf("panic: Update returned %v, panicked with %v; want the panic passed on", o.err, o.pan)
-			}
-		case o.pan != nil:
-			t.Errorf("%s panicked: %v", o.name, o.pan)
-		case o.name == "late-failure":
-			if !errors.Is(o.err, errLate) {
-				t.Errorf("late-failure: %v", o.err)
-			}
-		case o.name == "bad-statement":
-			if sqlState(o.err) != "22012" {
-				t.Errorf("bad-statement: %v, want division by zero", o.err)
-			}
-		case o.name == "other-host":
-			if o.err != nil {
-				t.Errorf("other-host: %v", o.err)
-			}
-		case o.err == nil:
-			won++
-		case !errors.Is(o.err, errTaken):
-			t.Errorf("%s: %v", o.name, o.err)
-		}
-	}
-	if won != 1 {
-		t.Errorf("%d requests booked h1 over the same hour, want exactly 1", won)
-	}
-	var ids []string
-	if err := s.View(ctx, func(tx climate.Tx) error {
-		leases, err := tx.ListLeases(ctx, climate.LeaseFilter{})
-		for _, l := range leases {
-			ids = append(ids, l.ID)
-		}
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if len(ids) != 2 || !(ids[0] == "other" || ids[1] == "other") {
-		t.Errorf("stored leases %v, want one booker's and other", ids)
-	}
+		}})
 }
 
 // TestGroupCommitLaterRequestsYieldLocks: a batch's later request does not wait long for

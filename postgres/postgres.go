@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"climate"
+	"climate/groupcommit"
 	"climate/sqlcore"
 )
 
@@ -23,10 +24,8 @@ type Store struct {
 	schema string // where this installation's tables live: the first entry of search_path
 	// writes queues Updates for the writer goroutines (batch.go), one for each of the
 	// pool's connections but readConns, so writers waiting for a lock never take every
-	// connection away from Views. closing stops them; stopped is closed once they have.
-	writes           chan *writeRequest
-	closing, stopped chan struct{}
-	closeOnce        sync.Once
+	// connection away from Views.
+	writes *groupcommit.Queue[*writeRequest]
 	// own holds the server process ids of the pool's connections: WatchEvents passes over
 	// what they notify, which this process was told of as it committed.
 	own sync.Map
@@ -144,7 +143,7 @@ func (s *Store) Schema() string { return s.schema }
 
 // Close closes the connection pool. WatchEvents calls stop when their context is done.
 func (s *Store) Close() error {
-	s.stopWriters()
+	s.writes.Close()
 	s.pool.Close()
 	return nil
 }
@@ -174,7 +173,7 @@ func (*Store) StampsAtCommit() {}
 
 // write is Update for the store's own maintenance writes.
 func (s *Store) write(ctx context.Context, fn func(*tx) error) error {
-	return s.enqueue(&writeRequest{ctx: ctx, fn: fn})
+	return s.enqueue(&writeRequest{Request: groupcommit.Request{Ctx: ctx}, fn: fn})
 }
 
 // WriteRoundTrips returns how many writes (Updates) this Store has committed and how many

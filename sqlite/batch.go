@@ -3,12 +3,12 @@ package sqlite
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"climate"
+	"climate/groupcommit"
 )
 
-// Group commit. SQLite has one writer, so concurrent Updates would commit one after the
+// Group commit (the queue: package groupcommit). SQLite has one writer, so concurrent Updates would commit one after the
 // other, each paying for its own transaction: BEGIN, the WAL frames of every page it
 // dirtied (the same index and counter pages, again and again) and COMMIT. Instead, one
 // goroutine owns the writer connection and runs the Updates waiting for it together, in
@@ -29,21 +29,16 @@ const maxBatch = 64
 
 // writeRequest is one Update waiting for the writer.
 type writeRequest struct {
-	ctx  context.Context
-	fn   func(climate.Tx) error
-	done chan error // receives fn's outcome once its batch has committed or rolled back
+	groupcommit.Request
+	fn func(climate.Tx) error
 }
-
-// panicked carries a panic in fn back to the goroutine that called Update.
-type panicked struct{ value any }
-
-func (p panicked) Error() string { return fmt.Sprint("panic in an Update: ", p.value) }
 
 // startWriter starts the goroutine that owns the writer connection.
 func (s *Store) startWriter() {
-	s.writes = make(chan *writeRequest, maxBatch)
-	s.writerDone = make(chan struct{})
-	go s.writeLoop()
+	s.writes = groupcommit.Start(1, maxBatch, errClosed, func(batch []*writeRequest) []*writeRequest {
+		s.commitBatch(batch)
+		return nil
+	})
 }
 
 // stopWriter stops it, after the batch it is running, and the checkpointer. Closing
@@ -53,8 +48,8 @@ func (s *Store) stopWriter() {
 		return
 	}
 	s.closeOnce.Do(func() { close(s.closing) })
-	if s.writerDone != nil {
-		<-s.writerDone
+	if s.writes != nil {
+		s.writes.Close()
 	}
 }
 
@@ -62,68 +57,7 @@ func (s *Store) stopWriter() {
 // time (group commit, above). fn must not call Update on the same Store: the writer is
 // busy running it, so it would wait for ever.
 func (s *Store) Update(ctx context.Context, fn func(climate.Tx) error) error {
-	if err := ctx.Err(); err != nil {
-		return internal(err)
-	}
-	r := &writeRequest{ctx: ctx, fn: fn, done: make(chan error, 1)}
-	select {
-	case s.writes <- r:
-	case <-ctx.Done():
-		return internal(ctx.Err())
-	case <-s.closing:
-		return errClosed
-	}
-	var err error
-	select {
-	case err = <-r.done: // once queued, a request is run to its end: its batch depends on it
-	case <-s.writerDone: // closed: the writer answered all it took before it stopped
-		select {
-		case err = <-r.done:
-		default:
-			err = errClosed
-		}
-	}
-	if p, ok := err.(panicked); ok {
-		panic(p.value)
-	}
-	return err
-}
-
-func (s *Store) writeLoop() {
-	defer close(s.writerDone)
-	batch := make([]*writeRequest, 0, maxBatch)
-	for {
-		batch = batch[:0]
-		select {
-		case r := <-s.writes:
-			batch = append(batch, r)
-		case <-s.closing:
-			s.refuseQueued()
-			return
-		}
-	more:
-		for len(batch) < maxBatch {
-			select {
-			case r := <-s.writes:
-				batch = append(batch, r)
-			default:
-				break more
-			}
-		}
-		s.commitBatch(batch)
-	}
-}
-
-// refuseQueued answers the requests still queued when the store closes.
-func (s *Store) refuseQueued() {
-	for {
-		select {
-		case r := <-s.writes:
-			r.done <- errClosed
-		default:
-			return
-		}
-	}
+	return s.writes.Submit(&writeRequest{Request: groupcommit.Request{Ctx: ctx}, fn: fn})
 }
 
 var errClosed = internal(errors.New("sqlite: store closed"))
@@ -131,50 +65,18 @@ var errClosed = internal(errors.New("sqlite: store closed"))
 // commitBatch runs the requests in one transaction and tells each its outcome. When the
 // transaction itself breaks (a savepoint cannot be rolled back), it is rolled back whole
 // and the requests that had not failed run again, each in a transaction of its own.
-func (s *Store) commitBatch(batch []*writeRequest) {
-	live := batch[:0:0]
-	for _, r := range batch {
-		if err := r.ctx.Err(); err != nil {
-			r.done <- internal(err)
-			continue
-		}
-		live = append(live, r)
-	}
-	if len(live) == 0 {
-		return
-	}
+func (s *Store) commitBatch(live []*writeRequest) {
 	results, err := s.runBatch(live)
 	if err == nil {
 		s.committed()
 	}
-	for i, r := range live {
-		switch {
-		case results[i] != nil: // its own failure, rolled back whatever happened to the rest
-		case errors.Is(err, errBatchBroken):
-			results[i] = s.runAlone(r)
-		default: // kept, unless BEGIN or COMMIT failed and nothing was
-			results[i] = err
-		}
-	}
+	groupcommit.Settle(live, results, err, s.runBatch)
 	if s.ws.pending() { // the connection is back in the pool: prepare what was new
 		s.ws.prepareWanted(context.Background())
 	}
 	for i, r := range live {
-		r.done <- results[i]
+		r.Answer(results[i])
 	}
-}
-
-// errBatchBroken: the batch's transaction can no longer be trusted to hold the requests
-// that succeeded in it.
-var errBatchBroken = errors.New("sqlite: batch transaction broken")
-
-// runAlone runs one request in a transaction of its own.
-func (s *Store) runAlone(r *writeRequest) error {
-	results, err := s.runBatch([]*writeRequest{r})
-	if results[0] != nil {
-		return results[0]
-	}
-	return err
 }
 
 // runBatch runs the requests in one transaction, each in a savepoint when there are
@@ -190,7 +92,7 @@ func (s *Store) runBatch(reqs []*writeRequest) (results []error, err error) {
 	defer sqlTx.Rollback() // after Commit: a no-op
 	t := newTx(&conn{tx: sqlTx, cache: s.ws, detached: true}, true)
 	if len(reqs) == 1 {
-		if results[0] = call(reqs[0].fn, t); results[0] != nil {
+		if results[0] = groupcommit.Call(reqs[0].fn, climate.Tx(t)); results[0] != nil {
 			return results, nil
 		}
 		return results, internal(sqlTx.Commit())
@@ -201,24 +103,14 @@ func (s *Store) runBatch(reqs []*writeRequest) (results []error, err error) {
 	}
 	for i, r := range reqs {
 		if !exec("SAVEPOINT request") {
-			return results, errBatchBroken
+			return results, groupcommit.ErrBroken
 		}
-		if results[i] = call(r.fn, t); results[i] != nil && !exec("ROLLBACK TO request") {
-			return results, errBatchBroken
+		if results[i] = groupcommit.Call(r.fn, climate.Tx(t)); results[i] != nil && !exec("ROLLBACK TO request") {
+			return results, groupcommit.ErrBroken
 		}
 		if !exec("RELEASE request") {
-			return results, errBatchBroken
+			return results, groupcommit.ErrBroken
 		}
 	}
 	return results, internal(sqlTx.Commit())
-}
-
-// call runs fn, turning a panic into an error its caller panics with again.
-func call(fn func(climate.Tx) error, t *tx) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = panicked{v}
-		}
-	}()
-	return fn(t)
 }

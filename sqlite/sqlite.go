@@ -23,6 +23,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"climate"
+	"climate/groupcommit"
 	"climate/sqlcore"
 )
 
@@ -35,12 +36,11 @@ type Store struct {
 	r *sql.DB // readers
 	// Prepared statements of each pool.
 	ws, rs *stmtCache
-	// The writer goroutine's queue and lifetime (batch.go).
-	writes     chan *writeRequest
-	closing    chan struct{}
-	closeOnce  sync.Once
-	writerDone chan struct{}
-	batches    int // committed by the writer (its goroutine's own)
+	// The writer goroutine's queue (batch.go); closing stops it and the checkpointer.
+	writes    *groupcommit.Queue[*writeRequest]
+	closing   chan struct{}
+	closeOnce sync.Once
+	batches   int // committed by the writer (its goroutine's own)
 	// The background checkpointer's connection and signals (checkpoint.go).
 	ckpt                 *sql.DB
 	ckptWanted, ckptDone chan struct{}

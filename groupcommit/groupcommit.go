@@ -1,0 +1,190 @@
+// Package groupcommit is the queue of a store's group commit: write requests wait for
+// writer goroutines, each of which, when free, takes every request waiting (up to a
+// bound) and has the store run them as one batch, in one transaction. Nobody waits for a
+// batch to fill: one client pays nothing, many share a transaction's cost. The store
+// decides how a batch runs (sqlite/batch.go, postgres/batch.go).
+package groupcommit
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"climate"
+)
+
+// Request is what every queued request carries; a store's request type embeds it.
+type Request struct {
+	Ctx  context.Context
+	done chan error // the outcome, once its batch has committed or rolled back
+}
+
+// Answer tells the request its outcome.
+func (r *Request) Answer(err error) { r.done <- err }
+
+func (r *Request) request() *Request { return r }
+
+// Queued is a store's request type: a pointer to a struct embedding Request.
+type Queued interface{ request() *Request }
+
+// Queue holds the requests waiting for the writers.
+type Queue[T Queued] struct {
+	ch               chan T
+	closing, stopped chan struct{}
+	closeOnce        sync.Once
+	closed           error
+	// run runs a batch of live requests and answers each, but for those it returns,
+	// which go first in the writer's next batch.
+	run func(batch []T) (carried []T)
+}
+
+// Start starts writers goroutines taking batches of at most max requests for run.
+// Submit returns closed once the queue is closed.
+func Start[T Queued](writers, max int, closed error, run func(batch []T) (carried []T)) *Queue[T] {
+	q := &Queue[T]{ch: make(chan T, max), closing: make(chan struct{}), stopped: make(chan struct{}), closed: closed, run: run}
+	var running sync.WaitGroup
+	running.Add(writers)
+	for range writers {
+		go func() {
+			defer running.Done()
+			q.loop(max)
+		}()
+	}
+	go func() {
+		running.Wait()
+		close(q.stopped)
+	}()
+	return q
+}
+
+// Close stops the writers after the batches they are running and answers the requests
+// still queued. Closing again is harmless.
+func (q *Queue[T]) Close() {
+	q.closeOnce.Do(func() { close(q.closing) })
+	<-q.stopped
+}
+
+// Waiting returns how many requests wait for a writer.
+func (q *Queue[T]) Waiting() int { return len(q.ch) }
+
+// Submit queues r and returns its outcome. A request is run to its end once a writer
+// took it (its batch depends on it); one whose context ends while it waits is not run.
+// A panic in the request's work (Call) panics here again.
+func (q *Queue[T]) Submit(r T) error {
+	req := r.request()
+	if err := req.Ctx.Err(); err != nil {
+		return internal(err)
+	}
+	req.done = make(chan error, 1)
+	select {
+	case q.ch <- r:
+	case <-req.Ctx.Done():
+		return internal(req.Ctx.Err())
+	case <-q.closing:
+		return q.closed
+	}
+	var err error
+	select {
+	case err = <-req.done:
+	case <-q.stopped: // the writers answered all they took before they stopped
+		select {
+		case err = <-req.done:
+		default:
+			err = q.closed
+		}
+	}
+	if p, ok := err.(Panicked); ok {
+		panic(p.Value)
+	}
+	return err
+}
+
+func (q *Queue[T]) loop(max int) {
+	var carried []T
+	batch := make([]T, 0, max)
+	for {
+		batch = append(batch[:0], carried...)
+		if len(batch) == 0 {
+			select {
+			case r := <-q.ch:
+				batch = append(batch, r)
+			case <-q.closing:
+				q.refuseQueued()
+				return
+			}
+		}
+	more:
+		for len(batch) < max {
+			select {
+			case r := <-q.ch:
+				batch = append(batch, r)
+			default:
+				break more
+			}
+		}
+		live := batch[:0:0]
+		for _, r := range batch {
+			if err := r.request().Ctx.Err(); err != nil {
+				r.request().Answer(internal(err))
+				continue
+			}
+			live = append(live, r)
+		}
+		carried = nil
+		if len(live) > 0 {
+			carried = q.run(live)
+		}
+	}
+}
+
+// refuseQueued answers the requests still queued when the queue closes.
+func (q *Queue[T]) refuseQueued() {
+	for {
+		select {
+		case r := <-q.ch:
+			r.request().Answer(q.closed)
+		default:
+			return
+		}
+	}
+}
+
+func internal(err error) error { return &climate.Error{Code: climate.CodeInternal, Err: err} }
+
+// Panicked carries a panic in a request's work back to the goroutine that submitted it.
+type Panicked struct{ Value any }
+
+func (p Panicked) Error() string { return fmt.Sprint("panic in an Update: ", p.Value) }
+
+// Call runs fn(x), turning a panic into Panicked, which Submit panics with again.
+func Call[X any](fn func(X) error, x X) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = Panicked{v}
+		}
+	}()
+	return fn(x)
+}
+
+// ErrBroken is a batch's error when its transaction can no longer hold the requests that
+// succeeded in it (Settle).
+var ErrBroken = errors.New("groupcommit: batch transaction broken")
+
+// Settle turns a batch's outcome into each request's, in results: results[i] is request
+// i's own failure (nil if none), err the transaction's. When err is ErrBroken the
+// transaction was rolled back whole, and each request that had not failed runs again
+// alone, through run.
+func Settle[T any](reqs []T, results []error, err error, run func([]T) ([]error, error)) {
+	for i := range reqs {
+		switch {
+		case results[i] != nil: // its own failure, rolled back whatever became of the rest
+		case errors.Is(err, ErrBroken):
+			alone, err := run(reqs[i : i+1])
+			results[i] = cmp.Or(alone[0], err)
+		default: // committed, unless BEGIN or COMMIT failed and nothing was
+			results[i] = err
+		}
+	}
+}
