@@ -151,10 +151,12 @@ type CommitStamped interface {
 // CommitReader is implemented by CommitStamped stores that can read the allocation
 // changes after a revision (as RevisionReader's ChangesSince) in the round trip of a write
 // transaction's COMMIT, in a snapshot taken after it: a manager's index then follows the
-// manager's own commits, revisions included, with no read of its own. ok is false when
-// the read failed or the log no longer reaches back to since; err is the write's alone.
+// manager's own commits, revisions included, with no read of its own. since is called
+// just before COMMIT is sent, so the read leaves out what the caller caught up with while
+// its write waited and ran. ok is false when the read failed or the log no longer reaches
+// back to since; err is the write's alone.
 type CommitReader interface {
-	UpdateThenChanges(ctx context.Context, since int64, fn func(Tx) error) (inventory, allocation int64, changes []AllocationChange, ok bool, err error)
+	UpdateThenChanges(ctx context.Context, since func() int64, fn func(Tx) error) (inventory, allocation int64, changes []AllocationChange, ok bool, err error)
 }
 
 // RevisionReader is implemented by stores that read their revisions, or their allocation

@@ -397,11 +397,18 @@ func (m *Manager) commitGated(ctx context.Context, write func(climate.Tx) error,
 // the index's revision, its own included, and applies them: the index is then current as
 // of the commit, and the next plan need not check it (planView).
 func (m *Manager) commitThenCatchUp(ctx context.Context, cr climate.CommitReader, write func(climate.Tx) error) error {
-	cur, since, invRev := m.indexAt()
+	cur, _, invRev := m.indexAt()
 	if cur == nil {
 		return m.store.Update(ctx, write)
 	}
-	inventory, rev, changes, ok, err := cr.UpdateThenChanges(ctx, since, write)
+	var since int64
+	sinceNow := func() int64 { // what other commits' reads caught up meanwhile is left out
+		m.mu.RLock()
+		defer m.mu.RUnlock()
+		since = cur.Index.AllocationRevision
+		return since
+	}
+	inventory, rev, changes, ok, err := cr.UpdateThenChanges(ctx, sinceNow, write)
 	if err != nil || !ok || inventory != invRev || rev < since {
 		return err // the next request's check brings the index up to date
 	}

@@ -52,9 +52,10 @@ const sqlLockNotAvailable = "55P03"
 type writeRequest struct {
 	groupcommit.Request
 	fn func(*tx) error
-	// since, when not nil, asks for the allocation log after it, read after COMMIT in its
-	// round trip (UpdateThenChanges); read is where the batch puts it.
-	since *int64
+	// since, when not nil, asks for the allocation log after the revision it returns
+	// just before COMMIT, read after COMMIT in its round trip (UpdateThenChanges); read is
+	// where the batch puts it.
+	since func() int64
 	read  *changesRead
 }
 
@@ -163,20 +164,22 @@ func (s *Store) runBatch(reqs []*writeRequest) (results []error, err error) {
 		}
 		p.hold(nil, `SELECT set_config('lock_timeout', '0', true)`) // not for the stamp's lock at COMMIT
 	}
-	var since *int64
-	for i, r := range reqs {
-		if results[i] == nil && r.since != nil && (since == nil || *r.since < *since) {
-			since = r.since
-		}
-	}
 	if !slices.Contains(results, nil) {
 		return results, nil // nothing to commit
+	}
+	since, wanted := int64(0), false
+	for i, r := range reqs {
+		if results[i] == nil && r.since != nil {
+			if v := r.since(); !wanted || v < since {
+				since, wanted = v, true
+			}
+		}
 	}
 	var read *changesRead
 	var then func(pgx.BatchResults)
 	var args []any
-	if since != nil {
-		read, args = &changesRead{}, []any{*since}
+	if wanted {
+		read, args = &changesRead{}, []any{since}
 		then = func(br pgx.BatchResults) {
 			rows, err := br.Query()
 			if err == nil {
