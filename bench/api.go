@@ -90,10 +90,12 @@ type APIReport struct {
 	PeakRSSMiB *float64 `json:"peak_rss_mib"`
 	// ReplicaPeakRSSMiB is each replica's peak resident memory (of the largest set).
 	ReplicaPeakRSSMiB []float64 `json:"replica_peak_rss_mib,omitempty"`
-	// WriteTransactions is how many write transactions the servers committed to
-	// PostgreSQL over every run (the creations and the servers' own writes: delivery
-	// cursors, events), and WriteRoundTrips how many round trips to the database they
-	// took on average, BEGIN and COMMIT included; zero on SQLite.
+	// Writes is how many writes the servers committed to PostgreSQL over every run (the
+	// creations and the servers' own writes: delivery cursors, events), in
+	// WriteTransactions database transactions (group commit runs several in one), and
+	// WriteRoundTrips how many round trips to the database a write took on average (its
+	// transaction's shared by its writes), BEGIN and COMMIT included; zero on SQLite.
+	Writes            int     `json:"writes,omitempty"`
 	WriteTransactions int     `json:"write_transactions,omitempty"`
 	WriteRoundTrips   float64 `json:"write_round_trips,omitempty"`
 	// BlazarCreateSeconds is upstream Blazar's median for a whole plain lease creation at
@@ -325,7 +327,7 @@ func (b *apiBench) runSet(ctx context.Context, l *serverLauncher, k, n int, o *A
 // /metrics before they stop) to the totals, and reports their average.
 func (b *apiBench) countRoundTrips(ctx context.Context, rep *APIReport, stderr io.Writer) {
 	for _, base := range b.bases {
-		txs, rts, ok, err := b.writeRoundTrips(ctx, base)
+		writes, txs, rts, ok, err := b.writeRoundTrips(ctx, base)
 		if err == nil && !ok {
 			err = errors.New("the server's /metrics has no climate_store_write_round_trips_total")
 		}
@@ -333,11 +335,12 @@ func (b *apiBench) countRoundTrips(ctx context.Context, rep *APIReport, stderr i
 			fmt.Fprintf(stderr, "write round trips unavailable: %v\n", err)
 			return
 		}
-		b.writes += txs
+		b.writes += writes
+		b.transactions += txs
 		b.roundTrips += rts
 	}
 	if b.writes > 0 {
-		rep.WriteTransactions, rep.WriteRoundTrips = int(b.writes), round(b.roundTrips/b.writes, 2)
+		rep.Writes, rep.WriteTransactions, rep.WriteRoundTrips = int(b.writes), int(b.transactions), round(b.roundTrips/b.writes, 2)
 	}
 }
 

@@ -30,9 +30,9 @@ type apiBench struct {
 	// runs on this host, so its processes' CPU time is the database's.
 	pids          []string
 	localDatabase bool
-	// writes and roundTrips total the servers' write transactions and their round trips
-	// over every run (countRoundTrips).
-	writes, roundTrips float64
+	// writes, transactions and roundTrips total the servers' writes, the database
+	// transactions they took and those transactions' round trips (countRoundTrips).
+	writes, transactions, roundTrips float64
 	// wal reads PostgreSQL's WAL position (nil on SQLite and with --url).
 	wal walReader
 }
@@ -294,31 +294,33 @@ func (b *apiBench) create(ctx context.Context, base string, i int, dryRun bool) 
 	return resp.StatusCode, body, err
 }
 
-// writeRoundTrips reads a server's climate_store_write_transactions_total and
-// climate_store_write_round_trips_total from its /metrics; ok is false when it has none
-// (a SQLite store).
-func (b *apiBench) writeRoundTrips(ctx context.Context, base string) (transactions, roundTrips float64, ok bool, err error) {
+// writeRoundTrips reads a server's climate_store_writes_total,
+// climate_store_write_transactions_total and climate_store_write_round_trips_total from
+// its /metrics; ok is false when it has none (a SQLite store).
+func (b *apiBench) writeRoundTrips(ctx context.Context, base string) (writes, transactions, roundTrips float64, ok bool, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
 	if err != nil {
-		return 0, 0, false, err
+		return 0, 0, 0, false, err
 	}
 	resp, err := b.client.Do(req)
 	if err != nil {
-		return 0, 0, false, err
+		return 0, 0, 0, false, err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return 0, 0, false, err
+		return 0, 0, 0, false, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return 0, 0, false, fmt.Errorf("reading /metrics: %w", httpError(resp.StatusCode, body))
+		return 0, 0, 0, false, fmt.Errorf("reading /metrics: %w", httpError(resp.StatusCode, body))
 	}
 	var seen int
 	for _, line := range strings.Split(string(body), "\n") {
 		name, value, found := strings.Cut(line, " ")
 		var dest *float64
 		switch name {
+		case "climate_store_writes_total":
+			dest = &writes
 		case "climate_store_write_transactions_total":
 			dest = &transactions
 		case "climate_store_write_round_trips_total":
@@ -328,11 +330,11 @@ func (b *apiBench) writeRoundTrips(ctx context.Context, base string) (transactio
 			continue
 		}
 		if *dest, err = strconv.ParseFloat(value, 64); err != nil {
-			return 0, 0, false, fmt.Errorf("reading /metrics: %s: %w", name, err)
+			return 0, 0, 0, false, fmt.Errorf("reading /metrics: %s: %w", name, err)
 		}
 		seen++
 	}
-	return transactions, roundTrips, seen == 2, nil
+	return writes, transactions, roundTrips, seen == 3, nil
 }
 
 func httpError(status int, body []byte) error {

@@ -19,7 +19,7 @@ type LeaseCounter interface {
 // RoundTripCounter is a Store that counts its write transactions' round trips to the
 // database (PostgreSQL's does; SQLite's has none).
 type RoundTripCounter interface {
-	WriteRoundTrips() (transactions, roundTrips int64)
+	WriteRoundTrips() (writes, transactions, roundTrips int64)
 }
 
 // StoreCollector reports what the store holds now: leases by status, reservable hosts and
@@ -52,8 +52,10 @@ var (
 		"Hosts allocated now to a lease (whole, or some of their instance slots).", nil, nil)
 	storeUpDesc = prometheus.NewDesc("climate_store_scrape_ok",
 		"1 when the store's figures were read for this scrape (or recently), 0 when reading them failed.", nil, nil)
-	writesDesc = prometheus.NewDesc("climate_store_write_transactions_total",
-		"Write transactions this process committed to a store a network away (PostgreSQL).", nil, nil)
+	writesDesc = prometheus.NewDesc("climate_store_writes_total",
+		"Writes (store updates) this process committed to a store a network away (PostgreSQL).", nil, nil)
+	transactionsDesc = prometheus.NewDesc("climate_store_write_transactions_total",
+		"Database transactions those writes took (group commit runs several writes in one).", nil, nil)
 	roundTripsDesc = prometheus.NewDesc("climate_store_write_round_trips_total",
 		"Round trips to the database those write transactions took, BEGIN and COMMIT included.", nil, nil)
 )
@@ -66,6 +68,7 @@ func (c *StoreCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- storeUpDesc
 	if _, ok := c.Store.(RoundTripCounter); ok {
 		ch <- writesDesc
+		ch <- transactionsDesc
 		ch <- roundTripsDesc
 	}
 }
@@ -73,8 +76,9 @@ func (c *StoreCollector) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector.
 func (c *StoreCollector) Collect(ch chan<- prometheus.Metric) {
 	if rc, ok := c.Store.(RoundTripCounter); ok { // counted in memory: no read, no cache
-		txs, trips := rc.WriteRoundTrips()
-		ch <- prometheus.MustNewConstMetric(writesDesc, prometheus.CounterValue, float64(txs))
+		writes, txs, trips := rc.WriteRoundTrips()
+		ch <- prometheus.MustNewConstMetric(writesDesc, prometheus.CounterValue, float64(writes))
+		ch <- prometheus.MustNewConstMetric(transactionsDesc, prometheus.CounterValue, float64(txs))
 		ch <- prometheus.MustNewConstMetric(roundTripsDesc, prometheus.CounterValue, float64(trips))
 	}
 	f, err := c.figures()

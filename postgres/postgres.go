@@ -176,12 +176,12 @@ func (s *Store) write(ctx context.Context, fn func(*tx) error) error {
 	return s.enqueue(&writeRequest{Request: groupcommit.Request{Ctx: ctx}, fn: fn})
 }
 
-// WriteRoundTrips returns how many writes (Updates) this Store has committed and how many
-// round trips to the database their transactions took in all, BEGIN and COMMIT included;
-// a batch's round trips are shared by its writes
+// WriteRoundTrips returns how many writes (Updates) this Store has committed, in how many
+// transactions (group commit runs several in one), and how many round trips to the
+// database those took in all, BEGIN and COMMIT included
 // (metrics.RoundTripCounter): what a database a network away costs each write.
-func (s *Store) WriteRoundTrips() (transactions, roundTrips int64) {
-	return s.committed.Load(), s.roundTrips.Load()
+func (s *Store) WriteRoundTrips() (writes, transactions, roundTrips int64) {
+	return s.committed.Load(), s.batches.Load(), s.roundTrips.Load()
 }
 
 // rollback ends a transaction that was not committed. It runs even when ctx is cancelled,
