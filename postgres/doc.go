@@ -146,7 +146,9 @@
 // when each went alone. The manager's commits also read the allocation log after its
 // index's revision, sent after COMMIT in its round trip (UpdateThenChanges,
 // climate.CommitReader): PostgreSQL runs it once the commit is done, so it reads the
-// commit's stamped entries, and the index is current as of the commit. A plan within a
+// commit's stamped entries, and the index is current as of the commit. The revision is
+// taken just before COMMIT is sent, so what other batches' reads caught up meanwhile is
+// not read again, and a batch reads once for all its requests. A plan within a
 // second of that (manager.trustIndexFor) skips the view's revision check, so under load
 // an API creation is the write transaction's three round trips; an idle manager checks
 // first (four), and a plan another replica's commit made stale fails the re-check and is
