@@ -139,6 +139,7 @@ func (s *Store) runBatch(reqs []*writeRequest) (results []error, err error) {
 			results[i] = groupcommit.Call(r.fn, newWriteTx(p, s.schema))
 			switch {
 			case p.heldFailed: // perhaps an earlier request's statement: who failed is unclear
+				results[i] = nil // to run again alone, as the others that had not failed
 				return results, groupcommit.ErrBroken
 			case results[i] == nil && p.aborted(): // it went on past an error
 				return results, groupcommit.ErrBroken

@@ -120,3 +120,47 @@ func TestUpdateAfterClose(t *testing.T) {
 	}
 	s.Close()
 }
+
+// TestGroupCommitBrokenBatchRunsAlone: a request's held write that fails does so in a
+// later round trip, here the next request's, so the batch cannot tell whose it was:
+// it is rolled back whole, and each request runs again alone. The others are kept, and
+// the failing one gets its own error.
+func TestGroupCommitBrokenBatchRunsAlone(t *testing.T) {
+	s := oneWriter(t)
+	end := t0.Add(time.Hour)
+	insert(t, s, testLease("taken", t0, end, "h1"))
+	release, first := holdWriter(t, s)
+	names := []string{"a", "taken", "b"}
+	errs := make([]chan error, len(names))
+	for i, id := range names {
+		errs[i] = make(chan error, 1)
+		go func() {
+			errs[i] <- s.Update(ctx, func(tx climate.Tx) error {
+				if err := tx.InsertLease(ctx, testLease(id, t0, end, "h-"+id)); err != nil || id == "taken" {
+					return err // taken's rows are held, to go with b's first statement
+				}
+				_, err := tx.GetLease(ctx, id) // sends the held rows
+				return err
+			})
+		}()
+		waitQueued(s, i+1)
+	}
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range names {
+		err := <-errs[i]
+		switch {
+		case id == "taken" && climate.ErrorCode(err) != climate.CodeConflict:
+			t.Errorf("the lease whose id is taken: %v, want a conflict", err)
+		case id != "taken" && err != nil:
+			t.Errorf("lease %s: %v", id, err)
+		}
+	}
+	for _, id := range []string{"a", "b"} {
+		if err := s.View(ctx, func(tx climate.Tx) error { _, err := tx.GetLease(ctx, id); return err }); err != nil {
+			t.Errorf("lease %s: %v", id, err)
+		}
+	}
+}
