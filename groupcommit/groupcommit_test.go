@@ -1,0 +1,137 @@
+package groupcommit
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"sync"
+	"testing"
+)
+
+// req is a test request: run records the names of each batch it is given.
+type req struct {
+	Request
+	name string
+}
+
+func submit(q *Queue[*req], ctx context.Context, name string) <-chan error {
+	out := make(chan error, 1)
+	go func() { out <- q.Submit(&req{Request: Request{Ctx: ctx}, name: name}) }()
+	return out
+}
+
+func waitFor(q *Queue[*req], n int) {
+	for q.Waiting() < n {
+		runtime.Gosched()
+	}
+}
+
+var errClosed = errors.New("closed")
+
+// The requests queued while the writer is busy go as one batch; a request the store
+// hands back goes first in the next batch; one whose context ended while it waited is
+// answered without being run.
+func TestBatchesCarriedAndCancelled(t *testing.T) {
+	var mu sync.Mutex
+	var batches [][]string
+	busy, release := make(chan struct{}), make(chan struct{})
+	carriedOnce := false
+	q := Start(1, 8, errClosed, func(batch []*req) []*req {
+		var names []string
+		for _, r := range batch {
+			names = append(names, r.name)
+		}
+		mu.Lock()
+		batches = append(batches, names)
+		mu.Unlock()
+		if batch[0].name == "first" {
+			close(busy)
+			<-release
+		}
+		var carried []*req
+		for _, r := range batch {
+			if r.name == "b" && !carriedOnce {
+				carriedOnce, carried = true, append(carried, r)
+				continue
+			}
+			r.Answer(nil)
+		}
+		return carried
+	})
+	defer q.Close()
+	first := submit(q, context.Background(), "first")
+	<-busy
+	ctx, cancel := context.WithCancel(context.Background())
+	a := submit(q, context.Background(), "a")
+	waitFor(q, 1)
+	b := submit(q, context.Background(), "b")
+	waitFor(q, 2)
+	gone := submit(q, ctx, "gone")
+	waitFor(q, 3)
+	cancel()
+	close(release)
+	for name, ch := range map[string]<-chan error{"first": first, "a": a, "b": b} {
+		if err := <-ch; err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if err := <-gone; !errors.Is(err, context.Canceled) {
+		t.Errorf("the request cancelled while it waited: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := [][]string{{"first"}, {"a", "b"}, {"b"}}
+	if len(batches) != len(want) {
+		t.Fatalf("batches %v, want %v", batches, want)
+	}
+	for i := range want {
+		if len(batches[i]) != len(want[i]) || batches[i][0] != want[i][0] || len(want[i]) > 1 && batches[i][1] != want[i][1] {
+			t.Errorf("batches %v, want %v", batches, want)
+		}
+	}
+}
+
+// A panic in a request's work (Call) panics in the goroutine that submitted it.
+func TestPanicPassesToSubmitter(t *testing.T) {
+	q := Start(1, 8, errClosed, func(batch []*req) []*req {
+		for _, r := range batch {
+			r.Answer(Call(func(string) error { panic("boom") }, r.name))
+		}
+		return nil
+	})
+	defer q.Close()
+	defer func() {
+		if v := recover(); v != "boom" {
+			t.Errorf("recovered %v, want the request's panic", v)
+		}
+	}()
+	q.Submit(&req{Request: Request{Ctx: context.Background()}})
+	t.Error("Submit returned")
+}
+
+// Submit on a closed queue fails at once; closing twice is harmless.
+func TestSubmitAfterClose(t *testing.T) {
+	q := Start(2, 8, errClosed, func(batch []*req) []*req { return nil })
+	q.Close()
+	q.Close()
+	if err := q.Submit(&req{Request: Request{Ctx: context.Background()}}); err != errClosed {
+		t.Errorf("Submit after Close: %v", err)
+	}
+}
+
+// Settle: a request's own failure stands; after a broken batch the others run alone.
+func TestSettle(t *testing.T) {
+	own := errors.New("own")
+	results := []error{nil, own, nil}
+	var alone []string
+	Settle([]string{"a", "b", "c"}, results, ErrBroken, func(rs []string) ([]error, error) {
+		alone = append(alone, rs...)
+		if rs[0] == "c" {
+			return []error{nil}, errors.New("commit failed")
+		}
+		return []error{nil}, nil
+	})
+	if results[0] != nil || results[1] != own || results[2] == nil || len(alone) != 2 || alone[0] != "a" || alone[1] != "c" {
+		t.Errorf("results %v, ran alone %v", results, alone)
+	}
+}
