@@ -49,7 +49,7 @@ func Start[T Queued](writers, max int, closed error, run func(batch []T) (carrie
 	for range writers {
 		go func() {
 			defer running.Done()
-			q.loop(max)
+			q.loop()
 		}()
 	}
 	go func() {
@@ -101,8 +101,9 @@ func (q *Queue[T]) Submit(r T) error {
 	return err
 }
 
-func (q *Queue[T]) loop(max int) {
+func (q *Queue[T]) loop() {
 	var carried []T
+	max := cap(q.ch)
 	batch := make([]T, 0, max)
 	for {
 		batch = append(batch[:0], carried...)

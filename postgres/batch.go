@@ -12,11 +12,12 @@ import (
 	"climate/groupcommit"
 )
 
-// Group commit, as on SQLite (sqlite/batch.go; the queue: package groupcommit). Each write transaction pays for BEGIN,
-// COMMIT with its WAL flush, the commit stamp (taken in turn by every writer, doc.go) and,
-// for the manager's, the log's read-back; under load most of a writer's cost is that. So a
-// few writer goroutines (one per writer connection) each take the Updates waiting when it
-// is free and run them in one transaction, each inside a savepoint:
+// Group commit, as on SQLite (sqlite/batch.go; the queue: package groupcommit). Each write
+// transaction pays for BEGIN, COMMIT with its WAL flush, the commit stamp (taken in turn
+// by every writer, doc.go) and, for the manager's, the log's read-back; under load most of
+// a writer's cost is that. So a few writer goroutines (one per writer connection) each
+// take the Updates waiting when it is free and run them in one transaction, each inside a
+// savepoint:
 //
 //   - each request's fn sees the requests of the batch before it: its re-check reads
 //     their allocations, and the locks they took are its own;

@@ -8,11 +8,11 @@ import (
 	"climate/groupcommit"
 )
 
-// Group commit (the queue: package groupcommit). SQLite has one writer, so concurrent Updates would commit one after the
-// other, each paying for its own transaction: BEGIN, the WAL frames of every page it
-// dirtied (the same index and counter pages, again and again) and COMMIT. Instead, one
-// goroutine owns the writer connection and runs the Updates waiting for it together, in
-// one transaction, each inside a savepoint:
+// Group commit (the queue: package groupcommit). SQLite has one writer, so concurrent
+// Updates would commit one after the other, each paying for its own transaction: BEGIN,
+// the WAL frames of every page it dirtied (the same index and counter pages, again and
+// again) and COMMIT. Instead, one goroutine owns the writer connection and runs the
+// Updates waiting for it together, in one transaction, each inside a savepoint:
 //
 //   - each request's fn sees the requests of the batch before it (their re-checks stay
 //     exact, as if they had committed one by one in that order);
@@ -35,10 +35,7 @@ type writeRequest struct {
 
 // startWriter starts the goroutine that owns the writer connection.
 func (s *Store) startWriter() {
-	s.writes = groupcommit.Start(1, maxBatch, errClosed, func(batch []*writeRequest) []*writeRequest {
-		s.commitBatch(batch)
-		return nil
-	})
+	s.writes = groupcommit.Start(1, maxBatch, errClosed, s.commitBatch)
 }
 
 // stopWriter stops it, after the batch it is running, and the checkpointer. Closing
@@ -65,7 +62,7 @@ var errClosed = internal(errors.New("sqlite: store closed"))
 // commitBatch runs the requests in one transaction and tells each its outcome. When the
 // transaction itself breaks (a savepoint cannot be rolled back), it is rolled back whole
 // and the requests that had not failed run again, each in a transaction of its own.
-func (s *Store) commitBatch(live []*writeRequest) {
+func (s *Store) commitBatch(live []*writeRequest) (carried []*writeRequest) {
 	results, err := s.runBatch(live)
 	if err == nil {
 		s.committed()
@@ -77,6 +74,7 @@ func (s *Store) commitBatch(live []*writeRequest) {
 	for i, r := range live {
 		r.Answer(results[i])
 	}
+	return nil // SQLite takes no locks a request could give its place up for
 }
 
 // runBatch runs the requests in one transaction, each in a savepoint when there are
