@@ -39,20 +39,18 @@ func (m *Manager) view(ctx context.Context, fn func(*resource.View) error) error
 }
 
 // trustIndexFor is how long after the index was last known current a plan's first
-// attempt uses it without a check, on a store whose commits catch it up (CommitReader).
+// attempt uses it without a check: its own commits catch it up (commitGated).
 // Under load every commit renews it, and the check's round trip is saved; an idle
 // manager checks first, as other replicas may have written meanwhile.
 const trustIndexFor = time.Second
 
 // planView is view for a plan that its commit re-checks under the chosen resources'
-// locks (the inventory revision, and their allocations): when trust is set, on a
-// CommitReader store, it plans on the index as it is while it was known current within
-// trustIndexFor, and reports so. A plan it got wrong (another replica's commit since)
+// locks (the inventory revision, and their allocations): when trust is set, it plans on
+// the index as it is while it was known current within trustIndexFor, and reports so. A plan it got wrong (another replica's commit since)
 // fails the re-check and is planned again on a checked view; so must a refusal, which
 // the caller does not answer from a trusted view.
 func (m *Manager) planView(ctx context.Context, trust bool, fn func(*resource.View) error) (trusted bool, err error) {
-	if _, ok := m.store.(climate.CommitReader); ok && trust &&
-		time.Since(time.Unix(0, m.currentAt.Load())) < trustIndexFor {
+	if trust && time.Since(time.Unix(0, m.currentAt.Load())) < trustIndexFor {
 		m.mu.RLock()
 		if a := m.avail; a != nil {
 			defer m.mu.RUnlock()
@@ -210,22 +208,26 @@ type pendingCommit struct {
 // starts past the index's revision waits in pending until the commits before it are
 // applied; one the index already covers (a catch-up read it) is dropped. A commit whose
 // predecessor never comes (another process wrote it) waits until a refresh reads the
-// log past it.
-func (m *Manager) advance(before, after int64, changes []climate.AllocationChange) {
+// log past it. current reports whether the index is then as the store was at the
+// commit: at or past after, with the inventory the commit saw.
+func (m *Manager) advance(before, after, inventory int64, changes []climate.AllocationChange) (current bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	a := m.avail
-	if a == nil || a.Index.AllocationRevision >= after {
-		return
+	if a == nil {
+		return false
 	}
-	if a.Index.AllocationRevision < before {
-		if m.pending == nil {
-			m.pending = map[int64]pendingCommit{}
+	if a.Index.AllocationRevision < after {
+		if a.Index.AllocationRevision < before {
+			if m.pending == nil {
+				m.pending = map[int64]pendingCommit{}
+			}
+			m.pending[before] = pendingCommit{after, changes}
+			return false
 		}
-		m.pending[before] = pendingCommit{after, changes}
-		return
+		m.applyLocked(a, changes, after)
 	}
-	m.applyLocked(a, changes, after)
+	return a.Index.InventoryRevision == inventory
 }
 
 // applyLocked applies to x the changes it lacks, moves it to revision rev, then applies
@@ -358,7 +360,7 @@ func (m *Manager) commitGated(ctx context.Context, write func(climate.Tx) error,
 		}
 		return m.store.Update(ctx, write)
 	}
-	var before, after int64
+	var before, after, inventory int64
 	var changes []climate.AllocationChange
 	logged := false
 	err := m.store.Update(ctx, func(tx climate.Tx) error {
@@ -370,6 +372,9 @@ func (m *Manager) commitGated(ctx context.Context, write func(climate.Tx) error,
 			return err
 		}
 		if after, err = tx.AllocationRevision(ctx); err != nil {
+			return err
+		}
+		if inventory, err = tx.InventoryRevision(ctx); err != nil {
 			return err
 		}
 		if lg, ok := tx.(climate.AllocationLog); ok && !exact && after != before && m.indexAtOrBefore(before) {
@@ -389,7 +394,9 @@ func (m *Manager) commitGated(ctx context.Context, write func(climate.Tx) error,
 		}
 		changes = asChanges(removed(), added(), after)
 	}
-	m.advance(before, after, changes)
+	if m.advance(before, after, inventory, changes) {
+		m.currentAt.Store(time.Now().UnixNano()) // current as of this commit: planView trusts it
+	}
 	return nil
 }
 

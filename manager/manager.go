@@ -42,7 +42,7 @@ type Manager struct {
 	// rebuilds and catchUps count how the view was refreshed (for tests and benchmarks).
 	rebuilds, catchUps atomic.Int64
 	// currentAt is when (wall time, UnixNano) the index was last known to be as the store:
-	// a check found it so, or a commit's read caught it up (CommitReader). A plan's first
+	// a check found it so, or a commit caught it up (commitGated). A plan's first
 	// attempt trusts it without a check for trustIndexFor after that (planView).
 	currentAt atomic.Int64
 	// retryWake wakes RunRetries (WakeRetries): capacity may have freed.
