@@ -129,8 +129,18 @@ var secretKeys = []string{"secret", "token", "trust_id", "password"}
 // summaries (a map[string]any of the fields worth showing, nil when the target did not
 // exist before or does not after); on an update only the keys whose values differ are
 // kept. Keys naming secrets are dropped. Every write path records through this one
-// function.
+// function, or builds its entry with NewAuditEntry.
 func Audit(ctx context.Context, tx Tx, by Auditor, action string, target AuditTarget, before, after map[string]any, now time.Time) error {
+	e, err := NewAuditEntry(ctx, by, action, target, before, after, now)
+	if err != nil {
+		return err
+	}
+	return tx.InsertAudit(ctx, e)
+}
+
+// NewAuditEntry builds the entry Audit records, for a caller that writes it later
+// (tx.InsertAudit), outside the time its transaction holds the writer.
+func NewAuditEntry(ctx context.Context, by Auditor, action string, target AuditTarget, before, after map[string]any, now time.Time) (*AuditEntry, error) {
 	before, after = clean(before), clean(after)
 	if before != nil && after != nil {
 		for k, v := range before {
@@ -154,12 +164,12 @@ func Audit(ctx context.Context, tx Tx, by Auditor, action string, target AuditTa
 	}
 	var err error
 	if e.Before, err = summaryJSON(before); err != nil {
-		return err
+		return nil, err
 	}
 	if e.After, err = summaryJSON(after); err != nil {
-		return err
+		return nil, err
 	}
-	return tx.InsertAudit(ctx, e)
+	return e, nil
 }
 
 func clean(m map[string]any) map[string]any {

@@ -159,14 +159,23 @@ func (m *Manager) CreateLease(ctx context.Context, who climate.Identity, req cli
 			return nil, err
 		}
 	}
-	err = m.planAndCommit(ctx, l, nil, planOptions{dryRun: req.DryRun, search: search}, func(tx climate.Tx) error {
+	var entry *climate.AuditEntry
+	var note *climate.Notification
+	prepare := func() (err error) { // the lease as planned: its hosts are chosen
+		if entry, err = climate.NewAuditEntry(ctx, climate.ByUser(who), auditLeaseCreate, climate.LeaseAuditTarget(l), nil, climate.LeaseAuditSummary(l), m.now()); err != nil {
+			return err
+		}
+		note, err = notify.New(climate.NotifyLeaseCreate, l, nil, now)
+		return err
+	}
+	err = m.planAndCommit(ctx, l, nil, planOptions{dryRun: req.DryRun, search: search, prepare: prepare}, func(tx climate.Tx) error {
 		if err := tx.InsertLease(ctx, l); err != nil {
 			return err
 		}
-		if err := m.audit(ctx, tx, climate.ByUser(who), auditLeaseCreate, climate.LeaseAuditTarget(l), nil, climate.LeaseAuditSummary(l)); err != nil {
+		if err := tx.InsertAudit(ctx, entry); err != nil {
 			return err
 		}
-		if err := notify.Add(ctx, tx, climate.NotifyLeaseCreate, l, nil, now); err != nil {
+		if err := tx.AddNotification(ctx, note); err != nil {
 			return err
 		}
 		// Last: the charge locks the project's running totals until commit (PostgreSQL),
@@ -252,6 +261,10 @@ func (m *Manager) beforeEndTime(given *time.Time, start, end time.Time) (time.Ti
 type planOptions struct {
 	dryRun bool
 	search *slotSearch // set for start_date "earliest"
+	// prepare, when set, runs after each plan that is to be committed, before its write
+	// transaction: work that needs the plan but not the database (the records write
+	// inserts), so the transaction, and SQLite's one writer, do not wait for it.
+	prepare func() error
 }
 
 // planAndCommit plans every reservation of l over l's window and commits with write.
@@ -310,6 +323,11 @@ func (m *Manager) planAndCommit(ctx context.Context, l, prev *climate.Lease, opt
 		}
 		if err != nil || opts.dryRun {
 			return err
+		}
+		if opts.prepare != nil {
+			if err := opts.prepare(); err != nil {
+				return err
+			}
 		}
 		done := m.inFlight.add(chosen)
 		err = m.commitChange(ctx, func(tx climate.Tx) error {
