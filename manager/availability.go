@@ -46,9 +46,10 @@ const trustIndexFor = time.Second
 
 // planView is view for a plan that its commit re-checks under the chosen resources'
 // locks (the inventory revision, and their allocations): when trust is set, it plans on
-// the index as it is while it was known current within trustIndexFor, and reports so. A plan it got wrong (another replica's commit since)
-// fails the re-check and is planned again on a checked view; so must a refusal, which
-// the caller does not answer from a trusted view.
+// the index as it is while it was known current within trustIndexFor, and reports so.
+// A plan it got wrong (another replica's commit since) fails the re-check and is
+// planned again on a checked view; so must a refusal, which the caller does not answer
+// from a trusted view.
 func (m *Manager) planView(ctx context.Context, trust bool, fn func(*resource.View) error) (trusted bool, err error) {
 	if trust && time.Since(time.Unix(0, m.currentAt.Load())) < trustIndexFor {
 		m.mu.RLock()
