@@ -295,8 +295,8 @@ func (b *apiBench) create(ctx context.Context, base string, i int, dryRun bool) 
 }
 
 // writeRoundTrips reads a server's climate_store_writes_total,
-// climate_store_write_transactions_total and climate_store_write_round_trips_total from
-// its /metrics; ok is false when it has none (a SQLite store).
+// climate_store_write_transactions_total and climate_store_write_round_trips_total (none
+// on SQLite: zero) from its /metrics; ok is false when it has no write counts.
 func (b *apiBench) writeRoundTrips(ctx context.Context, base string) (writes, transactions, roundTrips float64, ok bool, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
 	if err != nil {
@@ -314,7 +314,7 @@ func (b *apiBench) writeRoundTrips(ctx context.Context, base string) (writes, tr
 	if resp.StatusCode != http.StatusOK {
 		return 0, 0, 0, false, fmt.Errorf("reading /metrics: %w", httpError(resp.StatusCode, body))
 	}
-	var seen int
+	seen := map[string]bool{}
 	for _, line := range strings.Split(string(body), "\n") {
 		name, value, found := strings.Cut(line, " ")
 		var dest *float64
@@ -332,9 +332,9 @@ func (b *apiBench) writeRoundTrips(ctx context.Context, base string) (writes, tr
 		if *dest, err = strconv.ParseFloat(value, 64); err != nil {
 			return 0, 0, 0, false, fmt.Errorf("reading /metrics: %s: %w", name, err)
 		}
-		seen++
+		seen[name] = true
 	}
-	return writes, transactions, roundTrips, seen == 3, nil
+	return writes, transactions, roundTrips, seen["climate_store_writes_total"] && seen["climate_store_write_transactions_total"], nil
 }
 
 func httpError(status int, body []byte) error {

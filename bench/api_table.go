@@ -85,9 +85,13 @@ func writeAPITable(w io.Writer, rep *APIReport) error {
 	}
 	writeCPUTable(w, rep.Runs, len(sets) > 1)
 	writeWAL(w, rep.Runs, len(sets) > 1)
-	if rep.WriteTransactions > 0 {
+	switch {
+	case rep.WriteRoundTrips > 0:
 		fmt.Fprintf(w, "\nRound trips to the database per write: %.2f, over %d writes (the creations and the servers' own) in %d transactions (%.2f writes a transaction: group commit)\n",
 			rep.WriteRoundTrips, rep.Writes, rep.WriteTransactions, float64(rep.Writes)/float64(rep.WriteTransactions))
+	case rep.WriteTransactions > 0:
+		fmt.Fprintf(w, "\nWrites a transaction: %.2f, over %d writes (the creations and the server's own) in %d transactions (group commit)\n",
+			float64(rep.Writes)/float64(rep.WriteTransactions), rep.Writes, rep.WriteTransactions)
 	}
 	if len(rep.ReplicaPeakRSSMiB) > 1 {
 		var each []string

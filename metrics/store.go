@@ -16,10 +16,16 @@ type LeaseCounter interface {
 	CountLeases(ctx context.Context) (map[climate.LeaseStatus]int, error)
 }
 
+// WriteCounter is a Store that counts the writes (Updates) it committed and the
+// transactions they took: with group commit (both stores), several share one.
+type WriteCounter interface {
+	Writes() (writes, transactions int64)
+}
+
 // RoundTripCounter is a Store that counts its write transactions' round trips to the
 // database (PostgreSQL's does; SQLite's has none).
 type RoundTripCounter interface {
-	WriteRoundTrips() (writes, transactions, roundTrips int64)
+	WriteRoundTrips() int64
 }
 
 // StoreCollector reports what the store holds now: leases by status, reservable hosts and
@@ -53,7 +59,7 @@ var (
 	storeUpDesc = prometheus.NewDesc("climate_store_scrape_ok",
 		"1 when the store's figures were read for this scrape (or recently), 0 when reading them failed.", nil, nil)
 	writesDesc = prometheus.NewDesc("climate_store_writes_total",
-		"Writes (store updates) this process committed to a store a network away (PostgreSQL).", nil, nil)
+		"Writes (store updates) this process committed.", nil, nil)
 	transactionsDesc = prometheus.NewDesc("climate_store_write_transactions_total",
 		"Database transactions those writes took (group commit runs several writes in one).", nil, nil)
 	roundTripsDesc = prometheus.NewDesc("climate_store_write_round_trips_total",
@@ -66,20 +72,25 @@ func (c *StoreCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- reservableDesc
 	ch <- allocatedDesc
 	ch <- storeUpDesc
-	if _, ok := c.Store.(RoundTripCounter); ok {
+	if _, ok := c.Store.(WriteCounter); ok {
 		ch <- writesDesc
 		ch <- transactionsDesc
+	}
+	if _, ok := c.Store.(RoundTripCounter); ok {
 		ch <- roundTripsDesc
 	}
 }
 
 // Collect implements prometheus.Collector.
 func (c *StoreCollector) Collect(ch chan<- prometheus.Metric) {
-	if rc, ok := c.Store.(RoundTripCounter); ok { // counted in memory: no read, no cache
-		writes, txs, trips := rc.WriteRoundTrips()
+	// Counted in memory: no read, no cache.
+	if wc, ok := c.Store.(WriteCounter); ok {
+		writes, txs := wc.Writes()
 		ch <- prometheus.MustNewConstMetric(writesDesc, prometheus.CounterValue, float64(writes))
 		ch <- prometheus.MustNewConstMetric(transactionsDesc, prometheus.CounterValue, float64(txs))
-		ch <- prometheus.MustNewConstMetric(roundTripsDesc, prometheus.CounterValue, float64(trips))
+	}
+	if rc, ok := c.Store.(RoundTripCounter); ok {
+		ch <- prometheus.MustNewConstMetric(roundTripsDesc, prometheus.CounterValue, float64(rc.WriteRoundTrips()))
 	}
 	f, err := c.figures()
 	if err != nil {

@@ -40,7 +40,7 @@ func waitQueued(s *Store, n int) {
 // the request's savepoint.
 func TestGroupCommitBatchWithConflicts(t *testing.T) {
 	s := oneWriter(t)
-	storetest.GroupCommit(t, s, storetest.Queue{Waiting: s.writes.Waiting, Batches: s.batches.Load,
+	storetest.GroupCommit(t, s, storetest.Queue{Waiting: s.writes.Waiting, Writes: s.Writes,
 		FailStatement: func(ctl climate.Tx) error {
 			_, err := ctl.(*tx).q.Exec(ctx, "SELECT 1 / 0")
 			return err

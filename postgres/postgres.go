@@ -29,8 +29,8 @@ type Store struct {
 	// own holds the server process ids of the pool's connections: WatchEvents passes over
 	// what they notify, which this process was told of as it committed.
 	own sync.Map
-	// The writes (Updates) committed and the round trips their transactions took
-	// (WriteRoundTrips); the transactions (batches) that held them.
+	// The writes (Updates) committed and the transactions (batches) that held them
+	// (Writes); the round trips those took (WriteRoundTrips).
 	committed, roundTrips, batches atomic.Int64
 }
 
@@ -176,12 +176,17 @@ func (s *Store) write(ctx context.Context, fn func(*tx) error) error {
 	return s.enqueue(&writeRequest{Request: groupcommit.Request{Ctx: ctx}, fn: fn})
 }
 
-// WriteRoundTrips returns how many writes (Updates) this Store has committed, in how many
-// transactions (group commit runs several in one), and how many round trips to the
-// database those took in all, BEGIN and COMMIT included
-// (metrics.RoundTripCounter): what a database a network away costs each write.
-func (s *Store) WriteRoundTrips() (writes, transactions, roundTrips int64) {
-	return s.committed.Load(), s.batches.Load(), s.roundTrips.Load()
+// Writes returns how many writes (Updates) this Store has committed and in how many
+// transactions (metrics.WriteCounter): group commit runs several in one.
+func (s *Store) Writes() (writes, transactions int64) {
+	return s.committed.Load(), s.batches.Load()
+}
+
+// WriteRoundTrips returns how many round trips to the database those transactions took
+// in all, BEGIN and COMMIT included (metrics.RoundTripCounter): what a database a network
+// away costs each write.
+func (s *Store) WriteRoundTrips() int64 {
+	return s.roundTrips.Load()
 }
 
 // rollback ends a transaction that was not committed. It runs even when ctx is cancelled,

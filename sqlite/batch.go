@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 
 	"climate"
@@ -64,9 +65,6 @@ var errClosed = internal(errors.New("sqlite: store closed"))
 // and the requests that had not failed run again, each in a transaction of its own.
 func (s *Store) commitBatch(live []*writeRequest) (carried []*writeRequest) {
 	results, err := s.runBatch(live)
-	if err == nil {
-		s.committed()
-	}
 	groupcommit.Settle(live, results, err, s.runBatch)
 	if s.ws.pending() { // the connection is back in the pool: prepare what was new
 		s.ws.prepareWanted(context.Background())
@@ -93,7 +91,7 @@ func (s *Store) runBatch(reqs []*writeRequest) (results []error, err error) {
 		if results[0] = groupcommit.Call(reqs[0].fn, climate.Tx(t)); results[0] != nil {
 			return results, nil
 		}
-		return results, internal(sqlTx.Commit())
+		return results, s.commit(sqlTx, results)
 	}
 	exec := func(stmt string) bool {
 		_, err := sqlTx.ExecContext(ctx, stmt)
@@ -110,5 +108,26 @@ func (s *Store) runBatch(reqs []*writeRequest) (results []error, err error) {
 			return results, groupcommit.ErrBroken
 		}
 	}
-	return results, internal(sqlTx.Commit())
+	return results, s.commit(sqlTx, results)
+}
+
+// commit commits a batch's transaction and counts the requests it held that succeeded.
+func (s *Store) commit(sqlTx *sql.Tx, results []error) error {
+	if err := sqlTx.Commit(); err != nil {
+		return internal(err)
+	}
+	writes := 0
+	for _, err := range results {
+		if err == nil {
+			writes++
+		}
+	}
+	s.committed(writes)
+	return nil
+}
+
+// Writes returns how many writes (Updates) this Store has committed and in how many
+// transactions (metrics.WriteCounter): with group commit, several share one.
+func (s *Store) Writes() (writes, transactions int64) {
+	return s.committedWrites.Load(), s.batches.Load()
 }

@@ -13,7 +13,7 @@ import (
 func TestGroupCommitBatchWithConflicts(t *testing.T) {
 	s := open(t, filepath.Join(t.TempDir(), "climate.db"))
 	defer s.Close()
-	storetest.GroupCommit(t, s, storetest.Queue{Waiting: s.writes.Waiting, Batches: func() int64 { return int64(s.batches) }})
+	storetest.GroupCommit(t, s, storetest.Queue{Waiting: s.writes.Waiting, Writes: s.Writes})
 }
 
 // TestUpdateAfterClose: an Update on a closed store fails at once, not for ever.

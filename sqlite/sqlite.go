@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"modernc.org/sqlite" // also registers the "sqlite" driver
@@ -40,7 +41,8 @@ type Store struct {
 	writes    *groupcommit.Queue[*writeRequest]
 	closing   chan struct{}
 	closeOnce sync.Once
-	batches   int // committed by the writer (its goroutine's own)
+	// The writes (Updates) committed and the transactions that held them (Writes).
+	committedWrites, batches atomic.Int64
 	// The background checkpointer's connection and signals (checkpoint.go).
 	ckpt                 *sql.DB
 	ckptWanted, ckptDone chan struct{}

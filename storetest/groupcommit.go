@@ -14,10 +14,10 @@ import (
 
 // Queue is what GroupCommit sees of a store's group commit (package groupcommit).
 type Queue struct {
-	// Waiting returns how many Updates wait for a writer; Batches how many transactions
-	// the writers committed.
+	// Waiting returns how many Updates wait for a writer; Writes how many writes the
+	// writers committed, and in how many transactions (the store's Writes).
 	Waiting func() int
-	Batches func() int64
+	Writes  func() (writes, transactions int64)
 	// FailStatement, when set, runs a statement that fails in tx and returns its error:
 	// on PostgreSQL the transaction is then aborted until rolled back to the request's
 	// savepoint.
@@ -113,15 +113,19 @@ func GroupCommit(t *testing.T, s climate.Store, q Queue) {
 	for q.Waiting() < len(requests) { // queued behind the held batch
 		runtime.Gosched()
 	}
-	batchesBefore := q.Batches()
+	writesBefore, batchesBefore := q.Writes()
 	close(release)
 	wg.Wait()
 	close(outcomes)
 	if err := <-first; err != nil {
 		t.Fatal(err)
 	}
-	if got := q.Batches() - batchesBefore; got != 2 { // the held one, then all the queued ones
+	writes, batches := q.Writes()
+	if got := batches - batchesBefore; got != 2 { // the held one, then all the queued ones
 		t.Errorf("the queued requests committed in %d transactions, want 1", got-1)
+	}
+	if got := writes - writesBefore; got != 3 { // the held one, the booker that won, other-host
+		t.Errorf("%d writes counted, want 3: the failed requests are not writes", got)
 	}
 
 	won := 0

@@ -138,8 +138,8 @@ client count: median and p99 latency, creations per second, and how many request
 (created) and 409 (not enough free hosts); the CPU time each request cost the servers,
 PostgreSQL (when it runs on this host) and the benchmark, read from /proc; on PostgreSQL
 the WAL written per request (the whole cluster's, from pg_current_wal_insert_lsn: a figure
-the machine's noise does not move, unlike the times) and the round trips per write
-transaction; then the server's peak RSS.
+the machine's noise does not move, unlike the times) and the round trips per write; the
+writes a transaction (group commit) over all the runs; then the server's peak RSS.
 
 --type chooses the reservation posted (the figures are the same):
 
