@@ -29,9 +29,11 @@ func TestWriteRoundTripsOnPostgres(t *testing.T) {
 	addHosts(t, m, 4, nil)
 	step := func(what string, want int64, do func()) {
 		t.Helper()
-		writes0, txs0, trips0 := st.WriteRoundTrips()
+		writes0, txs0 := st.Writes()
+		trips0 := st.WriteRoundTrips()
 		do()
-		writes, txs, trips := st.WriteRoundTrips()
+		writes, txs := st.Writes()
+		trips := st.WriteRoundTrips()
 		if writes-writes0 != 1 || txs-txs0 != 1 || trips-trips0 != want {
 			t.Errorf("%s: %d writes in %d transactions of %d round trips in all, want 1 in 1 of %d", what, writes-writes0, txs-txs0, trips-trips0, want)
 		}
