@@ -318,21 +318,22 @@ func (b *apiBench) runSet(ctx context.Context, l *serverLauncher, k, n int, o *A
 	}
 	readPeakRSS(srvs, n == rep.Replicas && rep.ReplicaPeakRSSMiB == nil, rep, stderr)
 	if o.URL == "" { // the benchmark's own servers: their counts are this run's
-		b.countRoundTrips(ctx, rep, stderr)
+		b.countWrites(ctx, rep, stderr)
 	}
 	return nil
 }
 
-// countRoundTrips adds the servers' write transactions and their round trips (read from
-// /metrics before they stop) to the totals, and reports their average.
-func (b *apiBench) countRoundTrips(ctx context.Context, rep *APIReport, stderr io.Writer) {
+// countWrites adds the servers' writes, the transactions they took and, on PostgreSQL,
+// those transactions' round trips (read from /metrics before they stop) to the totals,
+// and reports their averages.
+func (b *apiBench) countWrites(ctx context.Context, rep *APIReport, stderr io.Writer) {
 	for _, base := range b.bases {
-		writes, txs, rts, ok, err := b.writeRoundTrips(ctx, base)
+		writes, txs, rts, ok, err := b.writeCounts(ctx, base)
 		if err == nil && !ok {
 			err = errors.New("the server's /metrics has no climate_store_writes_total")
 		}
 		if err != nil {
-			fmt.Fprintf(stderr, "write round trips unavailable: %v\n", err)
+			fmt.Fprintf(stderr, "write counts unavailable: %v\n", err)
 			return
 		}
 		b.writes += writes

@@ -31,7 +31,7 @@ type apiBench struct {
 	pids          []string
 	localDatabase bool
 	// writes, transactions and roundTrips total the servers' writes, the database
-	// transactions they took and those transactions' round trips (countRoundTrips).
+	// transactions they took and those transactions' round trips (countWrites).
 	writes, transactions, roundTrips float64
 	// wal reads PostgreSQL's WAL position (nil on SQLite and with --url).
 	wal walReader
@@ -294,10 +294,10 @@ func (b *apiBench) create(ctx context.Context, base string, i int, dryRun bool) 
 	return resp.StatusCode, body, err
 }
 
-// writeRoundTrips reads a server's climate_store_writes_total,
+// writeCounts reads a server's climate_store_writes_total,
 // climate_store_write_transactions_total and climate_store_write_round_trips_total (none
 // on SQLite: zero) from its /metrics; ok is false when it has no write counts.
-func (b *apiBench) writeRoundTrips(ctx context.Context, base string) (writes, transactions, roundTrips float64, ok bool, err error) {
+func (b *apiBench) writeCounts(ctx context.Context, base string) (writes, transactions, roundTrips float64, ok bool, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
 	if err != nil {
 		return 0, 0, 0, false, err

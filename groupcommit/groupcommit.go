@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"climate"
 )
@@ -167,6 +168,32 @@ func Call[X any](fn func(X) error, x X) (err error) {
 		}
 	}()
 	return fn(x)
+}
+
+// Counts counts the writes (requests) the writers committed and the transactions they
+// took: a store's Writes.
+type Counts struct{ writes, transactions atomic.Int64 }
+
+// Committed counts a committed transaction whose requests' own outcomes are results (nil
+// for each that succeeded), and returns how many transactions holding writes there have
+// been. A transaction whose requests all failed wrote nothing and is not counted.
+func (c *Counts) Committed(results []error) (transactions int64) {
+	writes := 0
+	for _, err := range results {
+		if err == nil {
+			writes++
+		}
+	}
+	if writes == 0 {
+		return c.transactions.Load()
+	}
+	c.writes.Add(int64(writes))
+	return c.transactions.Add(1)
+}
+
+// Load returns the writes and transactions counted.
+func (c *Counts) Load() (writes, transactions int64) {
+	return c.writes.Load(), c.transactions.Load()
 }
 
 // ErrBroken is a batch's error when its transaction can no longer hold the requests that

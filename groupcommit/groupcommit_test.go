@@ -135,3 +135,20 @@ func TestSettle(t *testing.T) {
 		t.Errorf("results %v, ran alone %v", results, alone)
 	}
 }
+
+// Counts counts a transaction's successful requests as writes, and a transaction only when
+// it held one.
+func TestCounts(t *testing.T) {
+	var c Counts
+	failed := errors.New("refused")
+	if n := c.Committed([]error{nil, failed, nil}); n != 1 {
+		t.Errorf("after a batch of two writes: %d transactions, want 1", n)
+	}
+	if n := c.Committed([]error{failed, failed}); n != 1 {
+		t.Errorf("after a batch that wrote nothing: %d transactions, want still 1", n)
+	}
+	c.Committed([]error{nil})
+	if w, n := c.Load(); w != 3 || n != 2 {
+		t.Errorf("Load: %d writes in %d transactions, want 3 in 2", w, n)
+	}
+}

@@ -95,18 +95,16 @@ func (s *viewCounting) View(ctx context.Context, fn func(climate.Tx) error) erro
 	})
 }
 
-// revisionCounting is a Tx that counts its View when it reads the allocation revision.
+// revisionCounting is a Tx that counts its reads of the allocation revision (a revision
+// check or a catch-up reads it once).
 type revisionCounting struct {
 	climate.Tx
-	log     climate.AllocationLog
-	views   *atomic.Int64
-	counted bool
+	log   climate.AllocationLog
+	views *atomic.Int64
 }
 
 func (t revisionCounting) AllocationRevision(ctx context.Context) (int64, error) {
-	if !t.counted {
-		t.views.Add(1)
-	}
+	t.views.Add(1)
 	return t.Tx.AllocationRevision(ctx)
 }
 

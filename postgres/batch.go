@@ -199,11 +199,10 @@ func (s *Store) runBatch(reqs []*writeRequest) (results []error, err error) {
 	committed = true
 	for i, r := range reqs {
 		if results[i] == nil {
-			s.committed.Add(1)
 			r.read = read
 		}
 	}
+	s.counts.Committed(results)
 	s.roundTrips.Add(int64(p.sent))
-	s.batches.Add(1)
 	return results, nil
 }

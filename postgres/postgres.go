@@ -31,7 +31,8 @@ type Store struct {
 	own sync.Map
 	// The writes (Updates) committed and the transactions (batches) that held them
 	// (Writes); the round trips those took (WriteRoundTrips).
-	committed, roundTrips, batches atomic.Int64
+	counts     groupcommit.Counts
+	roundTrips atomic.Int64
 }
 
 var (
@@ -179,7 +180,7 @@ func (s *Store) write(ctx context.Context, fn func(*tx) error) error {
 // Writes returns how many writes (Updates) this Store has committed and in how many
 // transactions (metrics.WriteCounter): group commit runs several in one.
 func (s *Store) Writes() (writes, transactions int64) {
-	return s.committed.Load(), s.batches.Load()
+	return s.counts.Load()
 }
 
 // WriteRoundTrips returns how many round trips to the database those transactions took

@@ -116,18 +116,12 @@ func (s *Store) commit(sqlTx *sql.Tx, results []error) error {
 	if err := sqlTx.Commit(); err != nil {
 		return internal(err)
 	}
-	writes := 0
-	for _, err := range results {
-		if err == nil {
-			writes++
-		}
-	}
-	s.committed(writes)
+	s.committed(s.counts.Committed(results))
 	return nil
 }
 
 // Writes returns how many writes (Updates) this Store has committed and in how many
 // transactions (metrics.WriteCounter): with group commit, several share one.
 func (s *Store) Writes() (writes, transactions int64) {
-	return s.committedWrites.Load(), s.batches.Load()
+	return s.counts.Load()
 }

@@ -47,14 +47,10 @@ func (s *Store) startCheckpointer(path string) error {
 	return nil
 }
 
-// committed counts a transaction of the writer's that committed writes, and asks for a
-// checkpoint every checkpointEvery of them.
-func (s *Store) committed(writes int) {
-	if writes == 0 { // every request of the batch failed: nothing was written
-		return
-	}
-	s.committedWrites.Add(int64(writes))
-	if s.batches.Add(1)%checkpointEvery != 0 {
+// committed asks for a checkpoint every checkpointEvery write transactions, given how
+// many there have been.
+func (s *Store) committed(transactions int64) {
+	if transactions%checkpointEvery != 0 {
 		return
 	}
 	select {

@@ -17,7 +17,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"modernc.org/sqlite" // also registers the "sqlite" driver
@@ -42,7 +41,7 @@ type Store struct {
 	closing   chan struct{}
 	closeOnce sync.Once
 	// The writes (Updates) committed and the transactions that held them (Writes).
-	committedWrites, batches atomic.Int64
+	counts groupcommit.Counts
 	// The background checkpointer's connection and signals (checkpoint.go).
 	ckpt                 *sql.DB
 	ckptWanted, ckptDone chan struct{}
