@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -31,8 +32,10 @@ func (o *sumObserver) Conflict()                 { o.conflicts.Add(1) }
 // concurrent commits share one transaction, group commit; PostgreSQL: writers lock only
 // the hosts they book); plan-ms and commit-ms are a creation's mean planning and commit
 // (queueing included) times, conflicts the commits whose re-check failed and were planned
-// again. With -cpuprofile, run once with -benchtime 1x as well and subtract it
-// (pprof -diff_base) to leave the book's load out.
+// again, cpu-ms/op the process's CPU time a creation (user and system, all goroutines:
+// the figure to compare builds by when the machine's other load makes leases/s noisy).
+// With -cpuprofile, run once with -benchtime 1x as well and subtract it (pprof
+// -diff_base) to leave the book's load out.
 func BenchmarkCreateLeaseConcurrent(b *testing.B) {
 	ctx := context.Background()
 	b.Run("store=sqlite", func(b *testing.B) {
@@ -43,6 +46,15 @@ func BenchmarkCreateLeaseConcurrent(b *testing.B) {
 		dsn := postgres.TestDSN(b)
 		benchmarkCreateLeaseConcurrent(b, 1000, 10000, func() (climate.Store, error) { return postgres.Open(ctx, dsn) })
 	})
+}
+
+// processCPU returns the CPU time (user and system) the process has used so far.
+func processCPU(b *testing.B) time.Duration {
+	var u syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
 }
 
 // storeCloser is a store the benchmark closes.
@@ -77,6 +89,7 @@ func benchmarkCreateLeaseConcurrent(b *testing.B, hosts, leases int, open func()
 			windows := workload.Windows(b.N)
 			var next, full atomic.Int64
 			var wg sync.WaitGroup
+			cpuBefore := processCPU(b)
 			b.ResetTimer()
 			for range callers {
 				wg.Add(1)
@@ -97,6 +110,7 @@ func benchmarkCreateLeaseConcurrent(b *testing.B, hosts, leases int, open func()
 			}
 			wg.Wait()
 			b.StopTimer()
+			b.ReportMetric(float64(processCPU(b)-cpuBefore)/float64(b.N)/1e6, "cpu-ms/op")
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "leases/s")
 			b.ReportMetric(float64(full.Load()), "no-capacity")
 			b.ReportMetric(float64(obs.planned.Load())/float64(b.N)/1e6, "plan-ms")
