@@ -122,7 +122,8 @@ type AllocationFilter struct {
 
 // AllocationChange is one entry of a store's allocation change log: an allocation that was
 // added or removed by the write that moved AllocationRevision to Revision. A changed row is
-// a removal of the old allocation and an addition of the new one at the same revision.
+// a removal of the old allocation then an addition of the new one (at one revision on
+// PostgreSQL, at two on SQLite).
 type AllocationChange struct {
 	Revision   int64
 	Removed    bool // false: added

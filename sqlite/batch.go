@@ -72,6 +72,14 @@ func (s *Store) commitBatch(live []*writeRequest) (carried []*writeRequest) {
 	for i, r := range live {
 		r.Answer(results[i])
 	}
+	// Housekeeping, once the requests have their answers, before the next batch.
+	if frames, err := s.framesWritten(context.Background()); err == nil {
+		s.walWritten(frames)
+	}
+	if _, transactions := s.counts.Load(); transactions-s.prunedAt >= pruneLogEvery {
+		s.prunedAt = transactions
+		s.pruneLog(context.Background())
+	}
 	return nil // SQLite takes no locks a request could give its place up for
 }
 
@@ -116,7 +124,7 @@ func (s *Store) commit(sqlTx *sql.Tx, results []error) error {
 	if err := sqlTx.Commit(); err != nil {
 		return internal(err)
 	}
-	s.committed(s.counts.Committed(results))
+	s.counts.Committed(results)
 	return nil
 }
 

@@ -8,17 +8,25 @@ import (
 
 var _ climate.AllocationLog = (*tx)(nil)
 
-// logSlots is the size of the allocation_log ring (0003_allocation_log.sql): it holds the
-// changes of the newest logSlots revisions.
+// logSlots is how many revisions the allocation log keeps at least
+// (0020_allocation_log_appended.sql): pruneLog deletes only older ones.
 const logSlots = 10000
+
+// AllocationRevision returns the allocations' change counter: the newest revision in the
+// allocation log, which the triggers on allocations append to.
+func (t *tx) AllocationRevision(ctx context.Context) (int64, error) {
+	var rev int64
+	err := t.q.QueryRowContext(ctx, `SELECT max(revision) FROM allocation_log`).Scan(&rev)
+	return rev, internal(err)
+}
 
 // AllocationChanges returns the logged allocation changes after since. ok is false when
 // since is below what the log holds: revisions made before the log existed (its floor) or
-// overwritten in the ring.
+// pruned.
 func (t *tx) AllocationChanges(ctx context.Context, since int64) ([]climate.AllocationChange, bool, error) {
 	var floor, rev int64
 	if err := t.q.QueryRowContext(ctx, `SELECT (SELECT value FROM meta WHERE key = 'allocation_log_floor'),
-		(SELECT value FROM meta WHERE key = 'allocation_revision')`).Scan(&floor, &rev); err != nil {
+		(SELECT max(revision) FROM allocation_log)`).Scan(&floor, &rev); err != nil {
 		return nil, false, internal(err)
 	}
 	if since < max(floor, rev-logSlots) {
@@ -27,15 +35,9 @@ func (t *tx) AllocationChanges(ctx context.Context, since int64) ([]climate.Allo
 	if since >= rev {
 		return nil, true, nil
 	}
-	// Revisions since+1 … rev sit in consecutive slots, which may wrap past the ring's end.
-	lo, hi, lo2, hi2 := (since+1)%logSlots, rev%logSlots, int64(1), int64(0)
-	if lo > hi {
-		hi, lo2, hi2 = logSlots-1, 0, hi
-	}
 	rows, err := t.q.QueryContext(ctx, `SELECT revision, added, id, reservation_id, lease_id, resource_id, start_at, end_at,
 		slots, vcpus, memory_mb, disk_gb, preemptible
-		FROM allocation_log WHERE (slot BETWEEN ? AND ? OR slot BETWEEN ? AND ?) AND revision > ?
-		ORDER BY revision, added`, lo, hi, lo2, hi2, since)
+		FROM allocation_log WHERE revision > ? AND added >= 0 ORDER BY revision`, since)
 	if err != nil {
 		return nil, false, internal(err)
 	}
@@ -57,4 +59,16 @@ func (t *tx) AllocationChanges(ctx context.Context, since int64) ([]climate.Allo
 		return nil, false, internal(err)
 	}
 	return out, true, nil
+}
+
+// pruneLogEvery is how many write transactions the writer commits between two prunings
+// of the allocation log.
+const pruneLogEvery = 64
+
+// pruneLog deletes the allocation log's rows more than logSlots revisions old, in a
+// transaction of its own on the writer connection (between batches). The newest row
+// always stays, so the next revision follows it. A failure leaves the rows for next time.
+func (s *Store) pruneLog(ctx context.Context) {
+	_, _ = s.w.ExecContext(ctx, `DELETE FROM allocation_log
+		WHERE revision <= (SELECT max(revision) FROM allocation_log) - ?`, logSlots)
 }

@@ -52,30 +52,22 @@ func insertMany(t *testing.T, s *Store, l string, n int) {
 	}
 }
 
-// setRevision moves the allocation revision as if many changes had been made (and logged).
-func setRevision(t *testing.T, s *Store, rev int64) {
-	t.Helper()
-	if _, err := s.w.ExecContext(context.Background(), `UPDATE meta SET value = ? WHERE key = 'allocation_revision'`, rev); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// The log is a ring of logSlots revisions: it reads across the ring's end, asking from
-// below what it holds is not ok (so a replica rebuilds instead of missing changes), and a
-// slot's older half left by a changed row is not returned as a newer change.
-func TestAllocationLogRing(t *testing.T) {
+// The log is appended to, one revision a row: it returns the changes after a revision in
+// order, a changed row as its removal then its addition, and once the writer has pruned
+// it, asking from below what it keeps is not ok (so a replica rebuilds instead of missing
+// changes) while the revisions go on from the newest.
+func TestAllocationLogAppendedAndPruned(t *testing.T) {
 	ctx := context.Background()
 	s := open(t, filepath.Join(t.TempDir(), "c.db"))
 	defer s.Close()
 	if err := s.Update(ctx, func(tx climate.Tx) error { return tx.InsertLease(ctx, leaseWith("l", "h1", 0)) }); err != nil {
 		t.Fatal(err)
 	}
-	base := int64(2*logSlots - 3)
-	setRevision(t, s, base)
-	insertMany(t, s, "l", 6) // revisions base+1 … base+6, in slots logSlots-2, logSlots-1, 0, 1, 2, 3
+	_, _, base := allocationChanges(t, s, 0)
+	insertMany(t, s, "l", 6)
 	changes, ok, rev := allocationChanges(t, s, base)
 	if !ok || rev != base+6 || len(changes) != 6 {
-		t.Fatalf("AllocationChanges(%d) at revision %d: %d changes, ok %v; want 6 across the ring's end", base, rev, len(changes), ok)
+		t.Fatalf("AllocationChanges(%d) at revision %d: %d changes, ok %v; want 6", base, rev, len(changes), ok)
 	}
 	for i, c := range changes {
 		if c.Revision != base+1+int64(i) || c.Removed || c.Allocation.ID != fmt.Sprintf("l-a%d", i) || c.Allocation.End.Sub(c.Allocation.Start) != time.Hour || c.Allocation.Start.Location() != time.UTC {
@@ -85,29 +77,45 @@ func TestAllocationLogRing(t *testing.T) {
 	if changes, ok, _ := allocationChanges(t, s, base+4); !ok || len(changes) != 2 || changes[0].Revision != base+5 {
 		t.Errorf("AllocationChanges(%d): %+v, ok %v; want the last 2", base+4, changes, ok)
 	}
-	if _, ok, _ := allocationChanges(t, s, rev-logSlots-1); ok {
-		t.Errorf("AllocationChanges(%d) at revision %d: ok; want not ok, the ring holds %d revisions", rev-logSlots-1, rev, logSlots)
-	}
-	if _, ok, _ := allocationChanges(t, s, rev-logSlots); !ok {
-		t.Errorf("AllocationChanges(%d) at revision %d: not ok; want ok, the ring holds %d revisions", rev-logSlots, rev, logSlots)
-	}
-
-	// A changed row fills both halves of slot base+7; one ring later an insertion replaces
-	// only the added half, and the removal half, a ring old, must not come back.
 	if _, err := s.w.ExecContext(ctx, `UPDATE allocations SET end_at = end_at + 1 WHERE id = 'l-a0'`); err != nil {
 		t.Fatal(err)
 	}
-	setRevision(t, s, base+7+logSlots-1)
-	if err := s.Update(ctx, func(tx climate.Tx) error { return tx.InsertLease(ctx, leaseWith("m", "h2", 1)) }); err != nil {
+	changes, ok, rev = allocationChanges(t, s, base+6)
+	if !ok || rev != base+8 || len(changes) != 2 || !changes[0].Removed || changes[1].Removed ||
+		changes[0].Allocation.End.Add(time.Microsecond) != changes[1].Allocation.End {
+		t.Errorf("after changing l-a0: %+v, ok %v, revision %d; want its removal, then its addition a microsecond longer, at revision %d", changes, ok, rev, base+8)
+	}
+
+	// Past logSlots revisions, the writer prunes the oldest in one of every pruneLogEvery
+	// transactions; the newest logSlots stay.
+	if err := s.Update(ctx, func(tx climate.Tx) error { return tx.InsertLease(ctx, leaseWith("m", "h2", 0)) }); err != nil {
 		t.Fatal(err)
 	}
-	changes, ok, rev = allocationChanges(t, s, base+7)
-	if !ok || rev != base+7+logSlots || len(changes) != 1 || changes[0].Removed || changes[0].Allocation.ID != "m-a0" {
-		t.Errorf("AllocationChanges(%d) at revision %d: %+v, ok %v; want only m-a0's addition", base+7, rev, changes, ok)
+	insertMany(t, s, "m", logSlots+5)
+	for i := range pruneLogEvery {
+		if err := s.Update(ctx, func(tx climate.Tx) error { return tx.InsertLease(ctx, leaseWith(fmt.Sprintf("e%d", i), "h2", 0)) }); err != nil {
+			t.Fatal(err)
+		}
 	}
-	var rows int
-	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM allocation_log`).Scan(&rows); err != nil || rows != 8 {
-		t.Errorf("allocation_log holds %d rows (%v), want 8: 6 insertions, a change in 2 halves, one replaced", rows, err)
+	var rows, oldest int64
+	if err := s.r.QueryRowContext(ctx, `SELECT count(*), min(revision) FROM allocation_log`).Scan(&rows, &oldest); err != nil {
+		t.Fatal(err)
+	}
+	_, _, rev = allocationChanges(t, s, 0)
+	if rows != logSlots || oldest != rev-logSlots+1 {
+		t.Errorf("allocation_log holds %d rows from revision %d at revision %d; want the newest %d", rows, oldest, rev, logSlots)
+	}
+	if _, ok, _ := allocationChanges(t, s, rev-logSlots-1); ok {
+		t.Errorf("AllocationChanges(%d) at revision %d: ok; want not ok, the log keeps %d revisions", rev-logSlots-1, rev, logSlots)
+	}
+	if changes, ok, _ := allocationChanges(t, s, rev-logSlots); !ok || len(changes) != logSlots {
+		t.Errorf("AllocationChanges(%d) at revision %d: %d changes, ok %v; want %d", rev-logSlots, rev, len(changes), ok, logSlots)
+	}
+	if err := s.Update(ctx, func(tx climate.Tx) error { return tx.InsertLease(ctx, leaseWith("n", "h3", 1)) }); err != nil {
+		t.Fatal(err)
+	}
+	if changes, ok, after := allocationChanges(t, s, rev); !ok || after != rev+1 || len(changes) != 1 || changes[0].Allocation.ID != "n-a0" {
+		t.Errorf("after pruning, AllocationChanges(%d): %+v, ok %v, revision %d; want n-a0's addition at revision %d", rev, changes, ok, after, rev+1)
 	}
 }
 

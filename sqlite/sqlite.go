@@ -42,9 +42,14 @@ type Store struct {
 	closeOnce sync.Once
 	// The writes (Updates) committed and the transactions that held them (Writes).
 	counts groupcommit.Counts
-	// The background checkpointer's connection and signals (checkpoint.go).
+	// The transactions counted at the allocation log's last pruning (log.go); the writer
+	// goroutine's alone.
+	prunedAt int64
+	// The background checkpointer's connection and signals (checkpoint.go), and the
+	// writer's WAL frames when it last asked for a checkpoint.
 	ckpt                 *sql.DB
 	ckptWanted, ckptDone chan struct{}
+	ckptAskedAt          int64
 }
 
 var _ climate.Store = (*Store)(nil)

@@ -284,3 +284,57 @@ func BenchmarkListAllocationsWindow(b *testing.B) {
 		})
 	}
 }
+
+// The writer asks for a background checkpoint each time it has written checkpointFrames
+// more WAL frames, counted from its connection's total; a new connection counts from 0.
+func TestCheckpointEveryFrames(t *testing.T) {
+	s := &Store{ckptWanted: make(chan struct{}, 1)}
+	asked := func() bool {
+		select {
+		case <-s.ckptWanted:
+			return true
+		default:
+			return false
+		}
+	}
+	for _, step := range []struct {
+		frames int64
+		want   bool
+	}{
+		{checkpointFrames - 1, false},
+		{checkpointFrames, true},
+		{2*checkpointFrames - 1, false},
+		{2*checkpointFrames + 5, true},
+		{7, false}, // the connection was opened again
+		{checkpointFrames + 6, false},
+		{checkpointFrames + 7, true},
+	} {
+		s.walWritten(step.frames)
+		if got := asked(); got != step.want {
+			t.Errorf("after %d frames: asked for a checkpoint %v, want %v", step.frames, got, step.want)
+		}
+	}
+}
+
+// framesWritten counts the pages the writer's commits append to the WAL.
+func TestFramesWritten(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, filepath.Join(t.TempDir(), "c.db"))
+	defer s.Close()
+	before, err := s.framesWritten(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := leaseWith("l", "h1", 3)
+	if err := s.Update(ctx, func(tx climate.Tx) error { return tx.InsertLease(ctx, l) }); err != nil {
+		t.Fatal(err)
+	}
+	after, err := s.framesWritten(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// At least the pages of the leases, reservations and allocations tables.
+	if after-before < 3 {
+		t.Errorf("a lease's commit wrote %d WAL frames (%d, then %d); want at least 3", after-before, before, after)
+	}
+}
