@@ -17,16 +17,18 @@ import (
 // WAL size the background one keeps it from reaching.
 
 // checkpointFrames is how many WAL frames (pages) the writer writes between two requests
-// for a background checkpoint (requests coalesce while one runs): 32 MiB of WAL. A
-// checkpoint copies each page once however many frames of it the WAL holds, and a page
-// costs it a read, a write and its share of two fsyncs, so the longer the WAL the fewer
-// copies: the index pages creations append to, and the random ones of the index by
-// host, come back frame after frame. In bench api (H=5,000, 16 clients) a checkpoint
-// every 8 transactions (about 330 frames) cost the server 1.29-1.39 ms of CPU a creation,
-// every 64 (about 2,600 frames) 1.17-1.25 ms, every 256 (about 10,000) 1.11-1.14 ms; by
-// frames, 330: 1.20-1.23 ms, 8,192: 1.05-1.15 ms. Frames, not transactions, since a
-// transaction holds from one request (about 45 frames) to a batch of 64.
-const checkpointFrames = 8192
+// for a background checkpoint (requests coalesce while one runs): 4 MiB of WAL, SQLite's
+// own default (wal_autocheckpoint 1,000). A checkpoint copies each page once however many
+// frames of it the WAL holds, so the longer the WAL the fewer copies of the pages that
+// come back frame after frame (the index pages creations append to, the random ones of
+// the index by host); but a longer checkpoint is a longer burst that the writer and the
+// requests share the two cores with. bench api, H=5,000, 16 clients, server CPU a
+// creation and p99 (machine noise ±15%): every 8 transactions, as before (about 330
+// frames at 1.7 requests a transaction): 1.37-1.94 ms, 37-44 ms; 1,024 frames: 1.70-1.76
+// ms, 45-53 ms; 2,048: 1.28-1.71 ms, 57-77 ms; 8,192: 1.32-1.50 ms, 86-91 ms. Frames,
+// not transactions, since a transaction holds from one request (about 45 frames) to a
+// batch of 64.
+const checkpointFrames = 1024
 
 // autoCheckpointPages is the writer's own wal_autocheckpoint (80 MiB of 4 KiB pages),
 // above checkpointFrames and a batch of 64 requests' frames.
