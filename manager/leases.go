@@ -305,7 +305,8 @@ func (m *Manager) planAndCommit(ctx context.Context, l, prev *climate.Lease, opt
 			if attempt > 0 || m.committing.Load() > 0 { // lost a race, or others are committing: look elsewhere than they do
 				rotate = rand.IntN(1 << 30)
 			}
-			chosen, err = m.planLease(l, prev, a, rotate, m.inFlight.allocations())
+			c := m.cfg.Cleaning // a host is kept free this long after each allocation
+			chosen, err = m.planLease(l, prev, a, rotate, m.inFlight.overlapping(l.Start.Add(-c), l.End.Add(c)))
 			if err == nil && l.Preemptible {
 				m.shapePreemptible(l, askedEnd, now)
 				chosen = allocationsOf(l)

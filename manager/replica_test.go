@@ -415,3 +415,35 @@ func TestOwnCommitOverAConcurrentUpdate(t *testing.T) {
 	}
 	checkReplica(t, "b", b, st, hosts)
 }
+
+// A plan avoids only the in-flight allocations that overlap its window, its cleaning time
+// included on both sides: the others cannot conflict with it.
+func TestInFlightOverlapping(t *testing.T) {
+	t0 := time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(id string, from, to int) climate.Allocation {
+		return climate.Allocation{ID: id, ResourceID: "h", Start: t0.Add(time.Duration(from) * time.Hour), End: t0.Add(time.Duration(to) * time.Hour)}
+	}
+	var f inFlight
+	doneA := f.add([]climate.Allocation{at("before", 0, 2), at("touching", 2, 4), at("inside", 5, 6)})
+	doneB := f.add([]climate.Allocation{at("across", 3, 10), at("after", 12, 13)})
+	ids := func(allocs []climate.Allocation) []string {
+		var out []string
+		for _, a := range allocs {
+			out = append(out, a.ID)
+		}
+		slices.Sort(out)
+		return out
+	}
+	from, to := t0.Add(4*time.Hour), t0.Add(12*time.Hour)
+	if got, want := ids(f.overlapping(from, to)), []string{"across", "inside"}; !slices.Equal(got, want) {
+		t.Errorf("overlapping [4h, 12h): %v, want %v (half-open windows)", got, want)
+	}
+	doneB()
+	if got, want := ids(f.overlapping(from.Add(-time.Hour), to.Add(time.Hour))), []string{"inside", "touching"}; !slices.Equal(got, want) {
+		t.Errorf("after one commit is done, overlapping [3h, 13h): %v, want %v", got, want)
+	}
+	doneA()
+	if got := f.overlapping(t0, t0.Add(100*time.Hour)); len(got) != 0 {
+		t.Errorf("with nothing in flight: %v", got)
+	}
+}
