@@ -23,9 +23,9 @@ import (
 // come back frame after frame (the index pages creations append to, the random ones of
 // the index by host); but a longer checkpoint is a longer burst that the writer and the
 // requests share the two cores with. bench api, H=5,000, 16 clients, server CPU a
-// creation and p99 (machine noise ±15%): every 8 transactions, as before (about 330
-// frames at 1.7 requests a transaction): 1.37-1.94 ms, 37-44 ms; 1,024 frames: 1.70-1.76
-// ms, 45-53 ms; 2,048: 1.28-1.71 ms, 57-77 ms; 8,192: 1.32-1.50 ms, 86-91 ms. Frames,
+// creation against 330 frames (about what 8 transactions held, as before) in rounds of
+// alternating runs, and p99: 330 frames, 37-44 ms; 1,024, -1 to -9%, 45-53 ms; 2,048,
+// +4 to -15%, 57-77 ms; 8,192, -4 to -13%, 86-91 ms (README, eighth session). Frames,
 // not transactions, since a transaction holds from one request (about 45 frames) to a
 // batch of 64.
 const checkpointFrames = 1024
