@@ -65,10 +65,15 @@ func (t *tx) AllocationChanges(ctx context.Context, since int64) ([]climate.Allo
 // of the allocation log.
 const pruneLogEvery = 64
 
-// pruneLog deletes the allocation log's rows more than logSlots revisions old, in a
-// transaction of its own on the writer connection (between batches). The newest row
-// always stays, so the next revision follows it. A failure leaves the rows for next time.
+// pruneRows bounds the rows one pruning deletes, so that the first one after a bulk load
+// (125,534 allocations for bench api's book) does not hold the writer for long.
+const pruneRows = 5000
+
+// pruneLog deletes the allocation log's rows more than logSlots revisions old, the oldest
+// pruneRows of them at most, in a transaction of its own on the writer connection
+// (between batches). The newest row always stays, so the next revision follows it. A
+// failure leaves the rows for next time.
 func (s *Store) pruneLog(ctx context.Context) {
-	_, _ = s.w.ExecContext(ctx, `DELETE FROM allocation_log
-		WHERE revision <= (SELECT max(revision) FROM allocation_log) - ?`, logSlots)
+	_, _ = s.w.ExecContext(ctx, `DELETE FROM allocation_log WHERE revision <= min(
+		(SELECT max(revision) FROM allocation_log) - ?, (SELECT min(revision) FROM allocation_log) + ?)`, logSlots, pruneRows-1)
 }

@@ -117,6 +117,27 @@ func TestAllocationLogAppendedAndPruned(t *testing.T) {
 	if changes, ok, after := allocationChanges(t, s, rev); !ok || after != rev+1 || len(changes) != 1 || changes[0].Allocation.ID != "n-a0" {
 		t.Errorf("after pruning, AllocationChanges(%d): %+v, ok %v, revision %d; want n-a0's addition at revision %d", rev, changes, ok, after, rev+1)
 	}
+
+	// One pruning deletes pruneRows at most: a bulk load's log goes in steps.
+	if err := s.Update(ctx, func(tx climate.Tx) error { return tx.InsertLease(ctx, leaseWith("p", "h4", 0)) }); err != nil {
+		t.Fatal(err)
+	}
+	insertMany(t, s, "p", logSlots-1) // the log then holds 2 × logSlots: two prunings
+	countRows := func() (n int64) {
+		if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM allocation_log`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := countRows()
+	s.pruneLog(ctx)
+	if got := countRows(); got != before-pruneRows {
+		t.Errorf("one pruning of %d rows left %d, want %d fewer", before, got, pruneRows)
+	}
+	s.pruneLog(ctx)
+	if got := countRows(); got != logSlots {
+		t.Errorf("a second pruning left %d rows, want the newest %d", got, logSlots)
+	}
 }
 
 // A database that had allocations before the log existed cannot replay them: its log
