@@ -35,9 +35,10 @@ func (t *tx) AllocationChanges(ctx context.Context, since int64) ([]climate.Allo
 	if since >= rev {
 		return nil, true, nil
 	}
+	// The migration's marker row (added = -1) sits at the floor, never after since.
 	rows, err := t.q.QueryContext(ctx, `SELECT revision, added, id, reservation_id, lease_id, resource_id, start_at, end_at,
 		slots, vcpus, memory_mb, disk_gb, preemptible
-		FROM allocation_log WHERE revision > ? AND added >= 0 ORDER BY revision`, since)
+		FROM allocation_log WHERE revision > ? ORDER BY revision`, since)
 	if err != nil {
 		return nil, false, internal(err)
 	}
