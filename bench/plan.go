@@ -86,6 +86,14 @@ type planScaleReport struct {
 	SummaryBuildMS float64            `json:"earliest_summary_build_ms"`
 	Requests       []planKindReport   `json:"requests"`
 	EarliestSlots  planEarliestReport `json:"earliest_slots"`
+	FullCloud      planFullReport     `json:"full_cloud"`
+}
+
+// planFullReport is plain requests on a full cloud (benchFullCloud), all refused.
+type planFullReport struct {
+	MedianUS float64 `json:"median_us"`
+	P99US    float64 `json:"p99_us"`
+	Refused  int     `json:"refused"`
 }
 
 type planKindReport struct {
@@ -247,12 +255,66 @@ func benchPlanScale(sc benchScale, windows []workload.Window, q *query.Query, p 
 	}
 	med, p99 := medianP99(lat)
 	rep.EarliestSlots.MedianUS, rep.EarliestSlots.P99US = micros(med), micros(p99)
+
+	p.set("%s: requests on a full cloud", sc)
+	var err error
+	if rep.FullCloud, err = benchFullCloud(x, book.Hosts, windows); err != nil {
+		return nil, fmt.Errorf("%s: %w", sc, err)
+	}
 	if peak, err := residentBytes("VmHWM:"); err == nil && rssErr == nil && len(allocs) > 0 {
 		v := round(float64(peak-rssBefore)/(1<<20)*1e6/float64(len(allocs)), 1)
 		rep.IndexRSSMiBPerMillion = &v
 	}
 	runtime.KeepAlive(x)
 	return rep, nil
+}
+
+// benchFullCloud times plain requests on a full cloud: every host is booked (one lease
+// each) over a span a year after the book, and each window, moved into that span, is
+// refused. A refusal must not cost a visit to every host (plan/scarce.go).
+func benchFullCloud(x *plan.Index, hosts []climate.Host, windows []workload.Window) (planFullReport, error) {
+	first, last := windows[0].Start, windows[0].End
+	for _, w := range windows {
+		first, last = minTime(first, w.Start), maxTime(last, w.End)
+	}
+	shift := 365 * 24 * time.Hour
+	from, until := first.Add(shift), last.Add(shift)
+	fill := make([]climate.Allocation, len(hosts))
+	for i, h := range hosts {
+		fill[i] = climate.Allocation{ID: "full-" + h.ID, LeaseID: "full-" + h.ID, ResourceID: h.ID, Start: from, End: until}
+	}
+	x.Apply(nil, fill)
+	defer x.Apply(fill, nil)
+	var r planFullReport
+	lat := make([]time.Duration, len(windows))
+	for i, w := range windows {
+		req := plan.HostRequest{Window: plan.Window{Start: w.Start.Add(shift), End: w.End.Add(shift)},
+			Min: workload.HostsWanted, Max: workload.HostsWanted}
+		t0 := time.Now()
+		_, _, err := x.PlaceHosts(req)
+		lat[i] = time.Since(t0)
+		if climate.ErrorCode(err) != climate.CodeConflict {
+			return r, fmt.Errorf("window %d on a full cloud: %v, not refused", i, err)
+		}
+		r.Refused++
+	}
+	med, p99 := medianP99(lat)
+	r.MedianUS, r.P99US = micros(med), micros(p99)
+	return r, nil
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // settleHeap collects garbage until the heap holds only live objects: twice, because a
@@ -292,12 +354,15 @@ func writePlanTable(w io.Writer, rep *planReport) error {
 		}
 		e := s.EarliestSlots
 		fmt.Fprintf(tw, "%s\tearliest slot\t%s\t%s\t-\t%d/%d\t-\t-\n", sc, formatMicros(e.MedianUS), formatMicros(e.P99US), e.NotFound, rep.Windows)
+		f := s.FullCloud
+		fmt.Fprintf(tw, "%s\tplain, full cloud\t%s\t%s\t0\t%d/%d\t-\t-\n", sc, formatMicros(f.MedianUS), formatMicros(f.P99US), f.Refused, rep.Windows)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintln(w, "\nRSS/1M ALLOCATIONS: growth of the process's peak resident memory from before the index build to after the searches, per 1,000,000 allocations.")
 	fmt.Fprintln(w, "EARLIEST SUMMARY BUILD: the first earliest-slot search, which builds the free-time summary (not in the earliest slot figures).")
+	fmt.Fprintln(w, "PLAIN, FULL CLOUD: the plain requests moved to a span over which every host is booked, so each is refused.")
 	fmt.Fprintln(w, "UNSATISFIED: windows with fewer than 10 free matching hosts (earliest slot: no slot within 90 days).")
 	fmt.Fprintln(w, "BLAZAR: upstream Blazar's median CPU time for the same matching (WORKLOAD.md), where measured.")
 	return writePlanSlotsTables(w, rep)

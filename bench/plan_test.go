@@ -71,7 +71,7 @@ func TestBenchPlanJSONMatchesBruteForce(t *testing.T) {
 		t.Fatalf("%d scales, want 2", len(scales))
 	}
 	sc := scales[0].(map[string]any)
-	for _, k := range []string{"hosts", "leases", "allocations", "generate_seconds", "index_build_ms", "index_bytes_per_allocation", "earliest_summary_build_ms", "requests", "earliest_slots"} {
+	for _, k := range []string{"hosts", "leases", "allocations", "generate_seconds", "index_build_ms", "index_bytes_per_allocation", "earliest_summary_build_ms", "requests", "earliest_slots", "full_cloud"} {
 		if _, ok := sc[k]; !ok {
 			t.Errorf("scale: missing %q", k)
 		}
@@ -137,12 +137,15 @@ func TestBenchPlanJSONMatchesBruteForce(t *testing.T) {
 		if e := s.EarliestSlots; e.MedianUS <= 0 || e.P99US < e.MedianUS || e.NotFound < 0 || e.NotFound > 20 {
 			t.Errorf("scale %v: earliest slots %+v", want, e)
 		}
+		if f := s.FullCloud; f.MedianUS <= 0 || f.P99US < f.MedianUS || f.Refused != 20 {
+			t.Errorf("scale %v: full cloud %+v, want all 20 refused", want, f)
+		}
 	}
 }
 
 func TestBenchPlanTableShowsBlazarBaseline(t *testing.T) {
 	stdout := runPlan(t, PlanOptions{Scales: "100:1000", Windows: 5, Output: "table", Types: "host"})
-	for _, want := range []string{"BLAZAR", "100:1000", "plain", "filtered", "earliest slot", "0.35 s", "0.11 s", "2500"} {
+	for _, want := range []string{"BLAZAR", "100:1000", "plain", "filtered", "earliest slot", "plain, full cloud", "0.35 s", "0.11 s", "2500"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("table lacks %q:\n%s", want, stdout)
 		}

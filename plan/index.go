@@ -43,8 +43,14 @@ type Index struct {
 	demand    []int32
 	noSparing bool
 	// free holds the free-time summaries earliest-slot searches use, by filter key
-	// (freetime.go).
+	// (freetime.go), which a placement short of hosts also asks (scarce.go).
 	free map[string]*freeTime
+	// soft counts the preemptible holds, whole and slots: while there are none, no
+	// request can take a host back, and the summaries' free hosts are exactly those a
+	// placement would find.
+	soft int
+	// unreservableHosts counts the hosts marked not reservable (for explanations).
+	unreservableHosts int
 }
 
 type interval struct {
@@ -93,6 +99,9 @@ func NewIndex(hosts []climate.Host, allocs []climate.Allocation, opts ...Option)
 	}
 	for i := range hosts {
 		x.pos[hosts[i].ID] = int32(i)
+		if !hosts[i].Reservable {
+			x.unreservableHosts++
+		}
 	}
 	where := make([]int32, len(allocs)) // host position, or -1 for another resource's
 	inParallel(len(allocs), func(lo, hi int) {
@@ -109,6 +118,9 @@ func NewIndex(hosts []climate.Host, allocs []climate.Allocation, opts ...Option)
 	for i, p := range where {
 		if p >= 0 {
 			ours++
+			if allocs[i].Preemptible {
+				x.soft++
+			}
 			if !allocs[i].Shared() {
 				counts[p]++
 				whole++
@@ -224,7 +236,9 @@ func (x *Index) Apply(remove, add []climate.Allocation) {
 			continue
 		}
 		if a.Shared() {
-			x.removeUse(p, a)
+			if x.removeUse(p, a) && a.Preemptible {
+				x.soft--
+			}
 			continue
 		}
 		lease, s := x.leases[a.LeaseID], a.Start.UnixMicro()
@@ -232,6 +246,9 @@ func (x *Index) Apply(remove, add []climate.Allocation) {
 		i := sort.Search(len(b), func(i int) bool { return b[i].start >= s })
 		for ; i < len(b) && b[i].start == s; i++ {
 			if b[i].lease == lease && b[i].end == x.end(a.End) {
+				if b[i].soft {
+					x.soft--
+				}
 				x.busy[p] = append(b[:i], b[i+1:]...)
 				break
 			}
@@ -241,6 +258,9 @@ func (x *Index) Apply(remove, add []climate.Allocation) {
 		p, ok := x.pos[a.ResourceID]
 		if !ok {
 			continue
+		}
+		if a.Preemptible {
+			x.soft++
 		}
 		if a.Shared() {
 			x.addUse(p, a)
@@ -375,15 +395,7 @@ func (r *HostRequest) filterKey() string {
 func (r *HostRequest) cached() bool { return r.Match == nil || r.FilterKey != "" }
 
 // unreservable counts hosts marked not reservable (for explanations only).
-func (x *Index) unreservable() int {
-	n := 0
-	for i := range x.hosts {
-		if !x.hosts[i].Reservable {
-			n++
-		}
-	}
-	return n
-}
+func (x *Index) unreservable() int { return x.unreservableHosts }
 
 // choice is a free candidate and how well it fits.
 type choice struct {
@@ -413,15 +425,7 @@ func (c choice) better(o choice) bool {
 // weighed fitScan × the hosts still wanted (at least minFitScan) free hosts: the best fit
 // among those, so a request's cost does not grow with the size of the inventory.
 func (x *Index) PlaceHosts(r HostRequest) ([]string, Explanation, error) {
-	s, e := x.window(r.Window)
-	skip := int32(-1)
-	if n, ok := x.leases[r.Lease]; ok && r.Lease != "" {
-		skip = n
-	}
-	reclaim := int64(noReclaim)
-	if !r.ReclaimFrom.IsZero() {
-		reclaim = r.ReclaimFrom.UnixMicro()
-	}
+	s, e, skip, reclaim := x.terms(&r)
 	ex := Explanation{Requested: r.Min, Registered: len(x.hosts), Cleaning: x.Cleaning()}
 	if r.Min > len(x.hosts) {
 		// Answered before any work: a client's number must not size the search.
@@ -465,6 +469,11 @@ func (x *Index) PlaceHosts(r HostRequest) ([]string, Explanation, error) {
 	for k := range cands {
 		if want == 0 || exact >= want || weighed >= enough {
 			break
+		}
+		if scanned == scarceAfter && len(chosen)+len(best) < r.Min {
+			if refused, ok := x.refusal(&r, cands, s, e, skip, reclaim, ex); ok {
+				return nil, refused, notEnough(refused)
+			}
 		}
 		p := cands[(k+off)%len(cands)]
 		scanned++
@@ -511,13 +520,33 @@ func (x *Index) PlaceHosts(r HostRequest) ([]string, Explanation, error) {
 		ex.Unreservable = x.unreservable()
 		ex.FilteredOut = len(x.hosts) - ex.Unreservable - len(cands)
 		ex.Free = len(chosen) // the scan was complete: every free host is chosen
-		return nil, ex, climate.Errorf(climate.CodeConflict, "Not enough hosts available: %s.", ex)
+		return nil, ex, notEnough(ex)
 	}
 	if scanned == len(cands) {
 		ex.Unreservable = x.unreservable()
 		ex.FilteredOut = len(x.hosts) - ex.Unreservable - len(cands)
 	}
 	return chosen, ex, nil
+}
+
+// terms returns r as a placement compares it: its window, the lease whose holds it
+// ignores (-1 for none) and from when it may take hosts back.
+func (x *Index) terms(r *HostRequest) (s, e int64, skip int32, reclaim int64) {
+	s, e = x.window(r.Window)
+	skip = -1
+	if n, ok := x.leases[r.Lease]; ok && r.Lease != "" {
+		skip = n
+	}
+	reclaim = noReclaim
+	if !r.ReclaimFrom.IsZero() {
+		reclaim = r.ReclaimFrom.UnixMicro()
+	}
+	return s, e, skip, reclaim
+}
+
+// notEnough is a placement's refusal.
+func notEnough(ex Explanation) error {
+	return climate.Errorf(climate.CodeConflict, "Not enough hosts available: %s.", ex)
 }
 
 func gap(from, to int64) int64 {

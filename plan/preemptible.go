@@ -26,10 +26,7 @@ type Run struct {
 func (x *Index) PlacePreemptible(r HostRequest, minRun time.Duration, idleFirst bool) ([]Run, Explanation, error) {
 	s, e := r.Window.Start.UnixMicro(), r.Window.End.UnixMicro()
 	need := max(minRun.Microseconds(), 1)
-	skip := int32(-1)
-	if n, ok := x.leases[r.Lease]; ok && r.Lease != "" {
-		skip = n
-	}
+	_, _, skip, _ := x.terms(&r)
 	ex := Explanation{Requested: r.Min, Registered: len(x.hosts), Cleaning: x.Cleaning()}
 	if r.Min > len(x.hosts) {
 		return nil, ex, climate.Errorf(climate.CodeConflict, "Not enough hosts available: %d requested, only %d registered.", r.Min, len(x.hosts))
@@ -58,7 +55,7 @@ func (x *Index) PlacePreemptible(r HostRequest, minRun time.Duration, idleFirst 
 	ex.Unreservable = x.unreservable()
 	ex.FilteredOut = len(x.hosts) - ex.Unreservable - len(cands)
 	if len(runs) < r.Min {
-		return nil, ex, climate.Errorf(climate.CodeConflict, "Not enough hosts available: %s.", ex)
+		return nil, ex, notEnough(ex)
 	}
 	slices.SortFunc(runs, func(a, b run) int {
 		if aw, bw := a.end == e, b.end == e; idleFirst && aw != bw {

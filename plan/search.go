@@ -11,11 +11,7 @@ import (
 // FreeHosts returns the ids of reservable hosts matching r's filter that are free over
 // r.Window (ignoring r.Lease's own allocations), in registration order.
 func (x *Index) FreeHosts(r HostRequest) []string {
-	s, e := x.window(r.Window)
-	skip := int32(-1)
-	if n, ok := x.leases[r.Lease]; ok && r.Lease != "" {
-		skip = n
-	}
+	s, e, skip, _ := x.terms(&r)
 	var out []string
 	for _, p := range x.candidates(&r) {
 		if free, _, _, _ := x.neighbours(p, s, e, skip, noReclaim); free {

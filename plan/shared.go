@@ -30,10 +30,11 @@ func (x *Index) addUse(p int32, a climate.Allocation) {
 	fixMaxEnd(x.shared[p], i)
 }
 
-func (x *Index) removeUse(p int32, a climate.Allocation) {
+// removeUse removes a's slots from host p and reports whether they were there.
+func (x *Index) removeUse(p int32, a climate.Allocation) bool {
 	lease, ok := x.leases[a.LeaseID]
 	if !ok {
-		return
+		return false
 	}
 	s, e, size := a.Start.UnixMicro(), x.end(a.End), a.Size.Times(a.Slots)
 	b := x.shared[p]
@@ -41,9 +42,10 @@ func (x *Index) removeUse(p int32, a climate.Allocation) {
 		if b[i].lease == lease && b[i].end == e && b[i].size == size {
 			x.shared[p] = slices.Delete(b, i, i+1)
 			fixMaxEnd(x.shared[p], i)
-			return
+			return true
 		}
 	}
+	return false
 }
 
 // fixMaxEnd recomputes the running maximum of ends from position i on.

@@ -1,0 +1,144 @@
+package plan_test
+
+import (
+	"fmt"
+	"math/rand"
+	"testing"
+	"time"
+
+	"climate"
+	"climate/plan"
+	"climate/workload"
+)
+
+// A placement short of hosts may be refused from its filter's free-time summary instead
+// of a scan of every candidate (scarce.go). Whatever it is asked (a new lease or an
+// update of one, preferred and excluded hosts, take-backs from preemptible holds before
+// or after its start, any filter), it gets the same hosts, explanation and error as the
+// same request without a filter key (never cached, so never summarised: the complete
+// scan), between random changes to the index (deletions, whole-host, preemptible and slot
+// holds, days crowded full), with and without a cleaning time. Every refusal the summary
+// gives is the scan's; the test checks it gave many.
+func TestScarcePlacementEqualsScan(t *testing.T) {
+	defer plan.SetScarceAfter(4)()
+	for _, clean := range []time.Duration{0, 3 * time.Hour} {
+		t.Run(clean.String(), func(t *testing.T) { scarceEqualsScan(t, clean) })
+	}
+}
+
+func scarceEqualsScan(t *testing.T, clean time.Duration) {
+	rng := rand.New(rand.NewSource(int64(clean) + 11))
+	book := workload.Generate(80, 800)
+	allocs := bookAllocations(book)
+	x := plan.NewIndex(book.Hosts, allocs, plan.WithCleaning(clean))
+	q := filtered(t)
+	match := func(h *climate.Host) bool { return q.Match(h.Property) }
+	odd := func(h *climate.Host) bool { return h.ID[len(h.ID)-1]%2 == 1 }
+	filters := []struct {
+		key   string
+		match func(*climate.Host) bool
+	}{{"", nil}, {q.String(), match}, {"odd", odd}}
+	hour := func(n int) time.Time { return workload.T0.Add(time.Duration(n) * time.Hour) }
+	crowded := func() time.Time { return hour(1000 + rng.Intn(72)) }
+	padded := func(a climate.Allocation) (time.Time, time.Time) { return a.Start, a.End.Add(clean) }
+	overlaps := func(host string, s, e time.Time) bool {
+		for _, a := range allocs {
+			as, ae := padded(a)
+			if a.ResourceID == host && climate.Overlaps(as, ae, s, e.Add(clean)) {
+				return true
+			}
+		}
+		return false
+	}
+	summarised, declined, refused := 0, 0, 0
+	for step := 0; step < 300; step++ {
+		for k := 0; k < 4; k++ {
+			f := filters[rng.Intn(len(filters))]
+			s := hour(rng.Intn(2200))
+			if rng.Intn(2) == 0 {
+				s = crowded()
+			}
+			r := plan.HostRequest{Window: plan.Window{Start: s, End: s.Add(time.Duration(1+rng.Intn(48)) * time.Hour)},
+				Min: 1 + rng.Intn(40), Match: f.match, FilterKey: f.key, Rotate: rng.Intn(100), Lease: "new"}
+			r.Max = r.Min + rng.Intn(6)
+			if rng.Intn(3) == 0 {
+				r.Exclude = map[string]bool{}
+				for n := rng.Intn(6); n > 0; n-- {
+					r.Exclude[book.Hosts[rng.Intn(len(book.Hosts))].ID] = true
+				}
+			}
+			switch rng.Intn(3) {
+			case 0:
+				r.ReclaimFrom = s.Add(-time.Duration(rng.Intn(100)) * time.Hour) // may take back
+			case 1:
+				r.ReclaimFrom = s.Add(time.Duration(1+rng.Intn(100)) * time.Hour) // may not
+			}
+			if rng.Intn(5) == 0 { // an update: its own holds do not count, and it prefers its hosts
+				a := allocs[rng.Intn(len(allocs))]
+				r.Lease = a.LeaseID
+				if rng.Intn(2) == 0 {
+					r.Prefer = []string{a.ResourceID}
+				}
+			}
+			scan := r
+			scan.FilterKey = ""
+			scan.Match = func(h *climate.Host) bool { return f.match == nil || f.match(h) }
+			hosts, ex, err := x.PlaceHosts(r)
+			wantHosts, wantEx, wantErr := x.PlaceHosts(scan)
+			if got, want := fmt.Sprint(hosts, ex, err), fmt.Sprint(wantHosts, wantEx, wantErr); got != want {
+				t.Fatalf("step %d, filter %q, %+v:\nsummary %s\nscan    %s", step, f.key, r, got, want)
+			}
+			if wantErr != nil {
+				refused++
+			}
+			if sum, ok := x.Refusal(r); ok {
+				summarised++
+				if wantErr == nil || fmt.Sprint(sum) != fmt.Sprint(wantEx) {
+					t.Fatalf("step %d, %+v: the summary refuses (%s), the scan says %v (%s)", step, r, sum, wantErr, wantEx)
+				}
+			} else if wantErr != nil {
+				declined++
+			}
+		}
+		switch rng.Intn(4) {
+		case 0: // delete a lease
+			victim := allocs[rng.Intn(len(allocs))].LeaseID
+			var gone, kept []climate.Allocation
+			for _, a := range allocs {
+				if a.LeaseID == victim {
+					gone = append(gone, a)
+				} else {
+					kept = append(kept, a)
+				}
+			}
+			x.Apply(gone, nil)
+			allocs = kept
+		default: // a new lease on free hosts, many of them in the crowded days: whole, preemptible, or slots
+			s := hour(rng.Intn(2200))
+			n := 1 + rng.Intn(4)
+			if rng.Intn(2) == 0 {
+				s, n = crowded(), 5+rng.Intn(40)
+			}
+			e := s.Add(time.Duration(1+rng.Intn(60)) * time.Hour)
+			lease := fmt.Sprintf("new-%d", step)
+			var add []climate.Allocation
+			for ; n > 0; n-- {
+				h := book.Hosts[rng.Intn(len(book.Hosts))].ID
+				if overlaps(h, s, e) {
+					continue
+				}
+				a := climate.Allocation{LeaseID: lease, ResourceID: h, Start: s, End: e, Preemptible: rng.Intn(5) == 0}
+				if rng.Intn(5) == 0 {
+					a.Slots, a.Size = 1+rng.Intn(2), climate.Size{VCPUs: 1, MemoryMB: 1024, DiskGB: 1}
+				}
+				add = append(add, a)
+				allocs = append(allocs, a)
+			}
+			x.Apply(nil, add)
+		}
+	}
+	t.Logf("%d refusals: %d given by the summary, %d it left to the scan", refused, summarised, declined)
+	if summarised < 100 || declined < 20 {
+		t.Fatalf("the summary refused %d placements and left %d refusals to the scan: the test exercises too little", summarised, declined)
+	}
+}
