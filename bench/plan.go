@@ -275,7 +275,7 @@ func benchPlanScale(sc benchScale, windows []workload.Window, q *query.Query, p 
 func benchFullCloud(x *plan.Index, hosts []climate.Host, windows []workload.Window) (planFullReport, error) {
 	first, last := windows[0].Start, windows[0].End
 	for _, w := range windows {
-		first, last = minTime(first, w.Start), maxTime(last, w.End)
+		first, last = climate.Earlier(first, w.Start), climate.Later(last, w.End)
 	}
 	shift := 365 * 24 * time.Hour
 	from, until := first.Add(shift), last.Add(shift)
@@ -301,20 +301,6 @@ func benchFullCloud(x *plan.Index, hosts []climate.Host, windows []workload.Wind
 	med, p99 := medianP99(lat)
 	r.MedianUS, r.P99US = micros(med), micros(p99)
 	return r, nil
-}
-
-func minTime(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
-	}
-	return b
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
 }
 
 // settleHeap collects garbage until the heap holds only live objects: twice, because a

@@ -30,13 +30,7 @@ func summaryEqualsSweep(t *testing.T, clean time.Duration) {
 	book := workload.Generate(60, 600)
 	allocs := bookAllocations(book)
 	x := plan.NewIndex(book.Hosts, allocs, plan.WithCleaning(clean))
-	q := filtered(t)
-	match := func(h *climate.Host) bool { return q.Match(h.Property) }
-	odd := func(h *climate.Host) bool { return h.ID[len(h.ID)-1]%2 == 1 }
-	filters := []struct {
-		key   string
-		match func(*climate.Host) bool
-	}{{"", nil}, {q.String(), match}, {"odd", odd}}
+	filters := testFilters(t)
 	hour := func(n int) time.Time { return workload.T0.Add(time.Duration(n) * time.Hour) }
 	overlaps := func(host string, s, e time.Time) bool {
 		for _, a := range allocs {
@@ -68,17 +62,7 @@ func summaryEqualsSweep(t *testing.T, clean time.Duration) {
 		}
 		switch rng.Intn(3) {
 		case 0: // delete a lease
-			victim := allocs[rng.Intn(len(allocs))].LeaseID
-			var gone, kept []climate.Allocation
-			for _, a := range allocs {
-				if a.LeaseID == victim {
-					gone = append(gone, a)
-				} else {
-					kept = append(kept, a)
-				}
-			}
-			x.Apply(gone, nil)
-			allocs = kept
+			allocs = deleteRandomLease(rng, x, allocs)
 		default: // a new lease on free hosts: whole, preemptible, or slots
 			s := hour(rng.Intn(2200))
 			e := s.Add(time.Duration(1+rng.Intn(200)) * time.Hour)
@@ -86,21 +70,7 @@ func summaryEqualsSweep(t *testing.T, clean time.Duration) {
 				s = hour(1000 + rng.Intn(100))
 				e = s.Add(time.Duration(1+rng.Intn(3)) * time.Hour)
 			}
-			lease := fmt.Sprintf("new-%d", step)
-			var add []climate.Allocation
-			for n := 1 + rng.Intn(4); n > 0; n-- {
-				h := book.Hosts[rng.Intn(len(book.Hosts))].ID
-				if overlaps(h, s, e) {
-					continue
-				}
-				a := climate.Allocation{LeaseID: lease, ResourceID: h, Start: s, End: e, Preemptible: rng.Intn(4) == 0}
-				if rng.Intn(4) == 0 {
-					a.Slots, a.Size = 1+rng.Intn(2), climate.Size{VCPUs: 1, MemoryMB: 1024, DiskGB: 1}
-				}
-				add = append(add, a)
-				allocs = append(allocs, a)
-			}
-			x.Apply(nil, add)
+			allocs = addRandomLease(rng, x, book.Hosts, allocs, fmt.Sprintf("new-%d", step), s, e, 1+rng.Intn(4), overlaps)
 		}
 	}
 	if searches < 1000 {

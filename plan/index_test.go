@@ -73,6 +73,56 @@ func filtered(t testing.TB) *query.Query {
 	return query.And(a, b)
 }
 
+// testFilter is a host filter the randomised tests ask with: the plain one (no key, no
+// match), the workload's filtered query, and "odd" hosts.
+type testFilter struct {
+	key   string
+	match func(*climate.Host) bool
+}
+
+func testFilters(t testing.TB) []testFilter {
+	q := filtered(t)
+	odd := func(h *climate.Host) bool { return h.ID[len(h.ID)-1]%2 == 1 }
+	return []testFilter{{"", nil}, {q.String(), func(h *climate.Host) bool { return q.Match(h.Property) }}, {"odd", odd}}
+}
+
+// deleteRandomLease removes a random lease's allocations from x and returns the others.
+func deleteRandomLease(rng *rand.Rand, x *plan.Index, allocs []climate.Allocation) []climate.Allocation {
+	victim := allocs[rng.Intn(len(allocs))].LeaseID
+	var gone, kept []climate.Allocation
+	for _, a := range allocs {
+		if a.LeaseID == victim {
+			gone = append(gone, a)
+		} else {
+			kept = append(kept, a)
+		}
+	}
+	x.Apply(gone, nil)
+	return kept
+}
+
+// addRandomLease books lease on up to n random hosts over [s, e), those that overlaps
+// does not find busy, each hold a quarter of the time preemptible and a quarter of the
+// time instance slots, applies it to x and returns allocs with it.
+func addRandomLease(rng *rand.Rand, x *plan.Index, hosts []climate.Host, allocs []climate.Allocation, lease string, s, e time.Time, n int,
+	overlaps func(host string, s, e time.Time) bool) []climate.Allocation {
+	var add []climate.Allocation
+	for ; n > 0; n-- {
+		h := hosts[rng.Intn(len(hosts))].ID
+		if overlaps(h, s, e) {
+			continue
+		}
+		a := climate.Allocation{LeaseID: lease, ResourceID: h, Start: s, End: e, Preemptible: rng.Intn(4) == 0}
+		if rng.Intn(4) == 0 {
+			a.Slots, a.Size = 1+rng.Intn(2), climate.Size{VCPUs: 1, MemoryMB: 1024, DiskGB: 1}
+		}
+		add = append(add, a)
+		allocs = append(allocs, a)
+	}
+	x.Apply(nil, add)
+	return allocs
+}
+
 func request(q *query.Query, w workload.Window) plan.HostRequest {
 	r := plan.HostRequest{Window: plan.Window{Start: w.Start, End: w.End}, Min: 10, Max: 10, FilterKey: q.String()}
 	if !q.MatchAll() {
@@ -136,18 +186,8 @@ func randomBookingsNeverOverlap(t *testing.T, clean time.Duration) {
 	x := plan.NewIndex(book.Hosts, allocs, plan.WithCleaning(clean))
 	booked := 0
 	for i := 0; i < 3000; i++ {
-		if i%7 == 6 && len(allocs) > 0 { // delete a random lease's allocations
-			victim := allocs[rng.Intn(len(allocs))].LeaseID
-			var gone, kept []climate.Allocation
-			for _, a := range allocs {
-				if a.LeaseID == victim {
-					gone = append(gone, a)
-				} else {
-					kept = append(kept, a)
-				}
-			}
-			x.Apply(gone, nil)
-			allocs = kept
+		if i%7 == 6 && len(allocs) > 0 {
+			allocs = deleteRandomLease(rng, x, allocs)
 			continue
 		}
 		s := workload.T0.Add(time.Duration(rng.Intn(2000)) * time.Hour)

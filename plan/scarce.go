@@ -5,8 +5,8 @@ import "slices"
 // scarceAfter is how many candidates a placement visits, still short of its minimum,
 // before it asks the filter's free-time summary whether enough hosts are free at all.
 // Where they are not (a full cloud's window), the scan would otherwise visit every
-// candidate to say no: 16 ms at 100,000 hosts, against tens of microseconds for the
-// summary's count. Placements that find their hosts early never ask.
+// candidate to say no: 11.5 ms at 100,000 hosts, against 0.1 ms with the
+// summary's count (bench plan). Placements that find their hosts early never ask.
 var scarceAfter = 1024 // a variable for the tests' small books
 
 // refusal answers a placement short of hosts from the free-time summary of its filter
