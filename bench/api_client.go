@@ -132,6 +132,8 @@ func (b *apiBench) walSince(ctx context.Context, before int64, beforeErr error, 
 // benchmark (its clients, and with --database-delay the forwarder).
 type cpuUse struct {
 	servers, database, bench time.Duration
+	// serversIO is the servers' read and write calls so far (with hasServers).
+	serversIO IO
 	// hasServers and hasDatabase say which of the first two were measured.
 	hasServers, hasDatabase bool
 }
@@ -142,6 +144,15 @@ type cpuPerRequest struct {
 	Servers  *float64 `json:"servers,omitempty"`
 	Database *float64 `json:"database,omitempty"`
 	Bench    float64  `json:"bench"`
+	// ServersIO is the servers' read and write calls and the KiB they wrote, per request
+	// (absent with --url).
+	ServersIO *ioPerRequest `json:"servers_io,omitempty"`
+}
+
+type ioPerRequest struct {
+	ReadCalls  float64 `json:"read_calls"`
+	WriteCalls float64 `json:"write_calls"`
+	WrittenKiB float64 `json:"written_kib"`
 }
 
 // cpuUsed reads the CPU time used so far; ok is false where /proc cannot tell.
@@ -155,7 +166,14 @@ func (b *apiBench) cpuUsed() (u cpuUse, ok bool) {
 		if err != nil {
 			return u, false
 		}
+		c, err := ProcIO(pid)
+		if err != nil {
+			return u, false
+		}
 		u.servers += t
+		u.serversIO.ReadCalls += c.ReadCalls
+		u.serversIO.WriteCalls += c.WriteCalls
+		u.serversIO.WrittenBytes += c.WrittenBytes
 	}
 	if b.localDatabase {
 		u.database = postgresCPU()
@@ -174,6 +192,12 @@ func (u cpuUse) since(before cpuUse, n int) *cpuPerRequest {
 	if u.hasServers {
 		v := ms(u.servers - before.servers)
 		c.Servers = &v
+		per := func(after, before int64) float64 { return round(float64(after-before)/float64(n), 1) }
+		c.ServersIO = &ioPerRequest{
+			ReadCalls:  per(u.serversIO.ReadCalls, before.serversIO.ReadCalls),
+			WriteCalls: per(u.serversIO.WriteCalls, before.serversIO.WriteCalls),
+			WrittenKiB: round(float64(u.serversIO.WrittenBytes-before.serversIO.WrittenBytes)/float64(n)/1024, 1),
+		}
 	}
 	if u.hasDatabase {
 		v := ms(u.database - before.database)

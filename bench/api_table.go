@@ -149,7 +149,8 @@ func writeWAL(w io.Writer, runs []apiRunReport, replicas bool) {
 	}
 }
 
-// writeCPUTable prints what each run's requests cost in CPU time, when /proc told.
+// writeCPUTable prints what each run's requests cost in CPU time, and the servers'
+// system calls, when /proc told.
 func writeCPUTable(w io.Writer, runs []apiRunReport, replicas bool) {
 	ms := func(v *float64) string {
 		if v == nil {
@@ -157,24 +158,43 @@ func writeCPUTable(w io.Writer, runs []apiRunReport, replicas bool) {
 		}
 		return fmt.Sprintf("%.2f ms", *v)
 	}
+	writeRunsTable(w, runs, replicas, "CPU time per request, from /proc (PostgreSQL's when it runs on this host):",
+		"SERVERS\tPOSTGRESQL\tTHIS BENCHMARK", func(c *cpuPerRequest) string {
+			return fmt.Sprintf("%s\t%s\t%.2f ms", ms(c.Servers), ms(c.Database), c.Bench)
+		})
+	writeRunsTable(w, runs, replicas, "The servers' system calls per request, from /proc/PID/io (files and sockets; the machine's load does not move them):",
+		"READ CALLS\tWRITE CALLS\tWRITTEN", func(c *cpuPerRequest) string {
+			if c.ServersIO == nil {
+				return ""
+			}
+			return fmt.Sprintf("%.1f\t%.1f\t%.1f KiB", c.ServersIO.ReadCalls, c.ServersIO.WriteCalls, c.ServersIO.WrittenKiB)
+		})
+}
+
+// writeRunsTable prints a table of one line a run, of what row says of its per-request
+// figures (nothing when it returns ""), under title; nothing at all without a line.
+func writeRunsTable(w io.Writer, runs []apiRunReport, replicas bool, title, header string, row func(*cpuPerRequest) string) {
 	var lines []string
 	for _, r := range runs {
-		c := r.CPUPerRequestMS
-		if c == nil {
+		if r.CPUPerRequestMS == nil {
+			continue
+		}
+		cells := row(r.CPUPerRequestMS)
+		if cells == "" {
 			continue
 		}
 		run := plural(r.Clients, "client")
 		if replicas {
 			run = plural(r.Replicas, "replica") + ", " + run
 		}
-		lines = append(lines, fmt.Sprintf("  %s\t%s\t%s\t%.2f ms", run, ms(c.Servers), ms(c.Database), c.Bench))
+		lines = append(lines, "  "+run+"\t"+cells)
 	}
 	if len(lines) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "\nCPU time per request, from /proc (PostgreSQL's when it runs on this host):")
+	fmt.Fprintln(w, "\n"+title)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  RUN\tSERVERS\tPOSTGRESQL\tTHIS BENCHMARK")
+	fmt.Fprintln(tw, "  RUN\t"+header)
 	for _, l := range lines {
 		fmt.Fprintln(tw, l)
 	}

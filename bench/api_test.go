@@ -115,6 +115,10 @@ func TestBenchAPISubprocess(t *testing.T) {
 		if r.WALPerRequestKiB != nil {
 			t.Errorf("run of %d clients: %v KiB of PostgreSQL WAL per request on SQLite", r.Clients, *r.WALPerRequestKiB)
 		}
+		// Every creation commits at least a page (4 KiB) to SQLite's WAL and writes its answer.
+		if io := r.CPUPerRequestMS.ServersIO; io == nil || io.WriteCalls < 2 || io.WrittenKiB < 4 || io.ReadCalls < 1 {
+			t.Errorf("run of %d clients: the servers' I/O per request %+v, want a request read, an answer and a WAL page written", r.Clients, io)
+		}
 		serverCPU += *r.CPUPerRequestMS.Servers
 	}
 	if serverCPU == 0 {
@@ -148,6 +152,30 @@ func TestParseStatCPU(t *testing.T) {
 	self, err := cpuTime("self")
 	if err != nil || self <= 0 {
 		t.Errorf("cpuTime(self): %v, %v", self, err)
+	}
+}
+
+func TestProcIOCountsWrites(t *testing.T) {
+	before, err := ProcIO("self")
+	if err != nil {
+		t.Skipf("no /proc/self/io: %v", err)
+	}
+	f, err := os.Create(filepath.Join(t.TempDir(), "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for range 3 {
+		if _, err := f.Write(make([]byte, 1000)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after, err := ProcIO("self")
+	if err != nil || after.WriteCalls-before.WriteCalls < 3 || after.WrittenBytes-before.WrittenBytes < 3000 || after.ReadCalls < before.ReadCalls {
+		t.Errorf("ProcIO: %+v before, %+v (%v) after 3 writes of 1,000 bytes", before, after, err)
+	}
+	if _, err := ProcIO("0"); err == nil {
+		t.Error("ProcIO of no process: no error")
 	}
 }
 

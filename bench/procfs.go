@@ -101,6 +101,39 @@ func parseStatCPU(stat []byte) (time.Duration, error) {
 	return time.Duration(ticks) * time.Second / userHZ, nil
 }
 
+// IO is what a process has asked of the kernel's read and write calls so far, from
+// /proc/PID/io: the calls (read, pread, write, pwrite and their vector forms, files and
+// sockets alike) and the bytes they wrote. Unlike CPU time, other work on the machine
+// does not move them.
+type IO struct {
+	ReadCalls, WriteCalls, WrittenBytes int64
+}
+
+// ProcIO reads a process's IO ("self" for this one).
+func ProcIO(pid string) (IO, error) {
+	data, err := os.ReadFile("/proc/" + pid + "/io")
+	if err != nil {
+		return IO{}, err
+	}
+	var c IO
+	found := 0
+	for _, line := range strings.Split(string(data), "\n") {
+		name, value, _ := strings.Cut(line, ": ")
+		field := map[string]*int64{"syscr": &c.ReadCalls, "syscw": &c.WriteCalls, "wchar": &c.WrittenBytes}[name]
+		if field == nil {
+			continue
+		}
+		if *field, err = strconv.ParseInt(value, 10, 64); err != nil {
+			return IO{}, fmt.Errorf("/proc/PID/io: %w", err)
+		}
+		found++
+	}
+	if found != 3 {
+		return IO{}, fmt.Errorf("/proc/PID/io: %d of syscr, syscw and wchar", found)
+	}
+	return c, nil
+}
+
 // postgresCPU sums the CPU time of this host's processes named postgres (the postmaster,
 // its backends and helpers): with the database on this host, what it spent. A backend
 // that exits takes its time with it, so it is a lower bound; processes it may not read are

@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -14,6 +11,7 @@ import (
 	"time"
 
 	"climate"
+	"climate/bench"
 	"climate/clock"
 	"climate/manager"
 	"climate/postgres"
@@ -36,7 +34,9 @@ func (o *sumObserver) Conflict()                 { o.conflicts.Add(1) }
 // the hosts they book); plan-ms and commit-ms are a creation's mean planning and commit
 // (queueing included) times, conflicts the commits whose re-check failed and were planned
 // again, cpu-ms/op the process's CPU time a creation (user and system, all goroutines:
-// the figure to compare builds by when the machine's other load makes leases/s noisy).
+// the figure to compare builds by when the machine's other load makes leases/s noisy),
+// and, on Linux, reads/op, writes/op and written-KiB/op, the process's read and write
+// system calls and the bytes it wrote a creation, which that load does not move at all.
 // With -cpuprofile, run once with -benchtime 1x as well and subtract it (pprof
 // -diff_base) to leave the book's load out.
 func BenchmarkCreateLeaseConcurrent(b *testing.B) {
@@ -58,30 +58,6 @@ func processCPU(b *testing.B) time.Duration {
 		b.Fatal(err)
 	}
 	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
-}
-
-// processIO returns how many read and write system calls (read, pread, write, pwrite
-// and their vector forms) the process has made so far and the bytes it has written with
-// them, from /proc/self/io; zero where the file is missing. Unlike CPU time, the machine's
-// other load does not move them.
-func processIO() (reads, writes, written int64) {
-	b, err := os.ReadFile("/proc/self/io")
-	if err != nil {
-		return 0, 0, 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		name, value, _ := strings.Cut(line, ": ")
-		n, _ := strconv.ParseInt(value, 10, 64)
-		switch name {
-		case "syscr":
-			reads = n
-		case "syscw":
-			writes = n
-		case "wchar":
-			written = n
-		}
-	}
-	return reads, writes, written
 }
 
 // storeCloser is a store the benchmark closes.
@@ -117,7 +93,7 @@ func benchmarkCreateLeaseConcurrent(b *testing.B, hosts, leases int, open func()
 			var next, full atomic.Int64
 			var wg sync.WaitGroup
 			cpuBefore := processCPU(b)
-			readsBefore, writesBefore, writtenBefore := processIO()
+			ioBefore, ioErr := bench.ProcIO("self")
 			b.ResetTimer()
 			for range callers {
 				wg.Add(1)
@@ -139,10 +115,11 @@ func benchmarkCreateLeaseConcurrent(b *testing.B, hosts, leases int, open func()
 			wg.Wait()
 			b.StopTimer()
 			b.ReportMetric(float64(processCPU(b)-cpuBefore)/float64(b.N)/1e6, "cpu-ms/op")
-			reads, writes, written := processIO()
-			b.ReportMetric(float64(reads-readsBefore)/float64(b.N), "reads/op")
-			b.ReportMetric(float64(writes-writesBefore)/float64(b.N), "writes/op")
-			b.ReportMetric(float64(written-writtenBefore)/float64(b.N)/1024, "written-KiB/op")
+			if io, err := bench.ProcIO("self"); err == nil && ioErr == nil { // Linux: system calls, which the machine's load does not move
+				b.ReportMetric(float64(io.ReadCalls-ioBefore.ReadCalls)/float64(b.N), "reads/op")
+				b.ReportMetric(float64(io.WriteCalls-ioBefore.WriteCalls)/float64(b.N), "writes/op")
+				b.ReportMetric(float64(io.WrittenBytes-ioBefore.WrittenBytes)/float64(b.N)/1024, "written-KiB/op")
+			}
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "leases/s")
 			b.ReportMetric(float64(full.Load()), "no-capacity")
 			b.ReportMetric(float64(obs.planned.Load())/float64(b.N)/1e6, "plan-ms")

@@ -139,8 +139,10 @@ for 10 hosts (min = max = 10) over the workload's next request window, so no two
 of the whole benchmark share a window; the book grows as leases are created. Reported per
 client count: median and p99 latency, creations per second, and how many requests got 201
 (created) and 409 (not enough free hosts); the CPU time each request cost the servers,
-PostgreSQL (when it runs on this host) and the benchmark, read from /proc; on PostgreSQL
-the WAL written per request (the whole cluster's, from pg_current_wal_insert_lsn: a figure
+PostgreSQL (when it runs on this host) and the benchmark, read from /proc, and the servers'
+read and write system calls and bytes written per request (/proc/PID/io: files and
+sockets, figures the machine's noise does not move); on PostgreSQL the WAL written per
+request (the whole cluster's, from pg_current_wal_insert_lsn: a figure
 the machine's noise does not move, unlike the times) and the round trips per write; the
 writes a transaction (group commit) over all the runs; then the server's peak RSS.
 
