@@ -11,6 +11,12 @@ import (
 	"climate/groupcommit"
 )
 
+// AllocationRevision returns the allocations' change counter, which the commit stamp
+// moves (doc.go).
+func (t *tx) AllocationRevision(ctx context.Context) (int64, error) {
+	return t.Meta(ctx, "allocation_revision")
+}
+
 // AllocationChanges returns the logged allocation changes with since < revision, in
 // revision order, removals first within a revision. ok is false when entries after since
 // were pruned, or when since is ahead of the store (the caller followed another

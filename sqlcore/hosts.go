@@ -114,19 +114,17 @@ func (t *Tx) SetHostPower(ctx context.Context, p *climate.HostPower) error {
 	return t.affected(n, err, func() error { return HostNotFound(p.HostID) })
 }
 
-// AllocationRevision returns the allocations' change counter (kept by triggers).
-func (t *Tx) AllocationRevision(ctx context.Context) (int64, error) {
-	return t.meta(ctx, `SELECT value FROM meta WHERE key = 'allocation_revision'`)
-}
-
-// InventoryRevision returns the inventory's change counter.
+// InventoryRevision returns the inventory's change counter. (The allocations' is each
+// store's own: SQLite's is its log's newest revision, PostgreSQL's a counter the commit
+// stamp moves.)
 func (t *Tx) InventoryRevision(ctx context.Context) (int64, error) {
-	return t.meta(ctx, `SELECT value FROM meta WHERE key = 'inventory_revision'`)
+	return t.Meta(ctx, "inventory_revision")
 }
 
-func (t *Tx) meta(ctx context.Context, query string) (int64, error) {
+// Meta returns the counter key of the meta table.
+func (t *Tx) Meta(ctx context.Context, key string) (int64, error) {
 	var v int64
-	err := t.Q.QueryRow(ctx, query).Scan(&v)
+	err := t.Q.QueryRow(ctx, `SELECT value FROM meta WHERE key = ?`, key).Scan(&v)
 	return v, t.D.Err(err)
 }
 
