@@ -119,6 +119,9 @@ type apiRunReport struct {
 	// CPUPerRequestMS is what each answered request cost in CPU time, from /proc (absent
 	// without it).
 	CPUPerRequestMS *cpuPerRequest `json:"cpu_per_request_ms,omitempty"`
+	// Replans counts the run's commits that lost a race to a concurrent writer and were
+	// planned again (the servers' climate_commit_conflicts_total; absent with --url).
+	Replans *int `json:"replans,omitempty"`
 	// WALPerRequestKiB is what PostgreSQL wrote to its WAL per answered request, the
 	// whole cluster's (absent on SQLite and with --url).
 	WALPerRequestKiB   *float64 `json:"wal_per_request_kib,omitempty"`
@@ -206,7 +209,7 @@ func runAPI(ctx context.Context, o *APIOptions, stderr io.Writer) (*APIReport, e
 	if err := checkAPIOptions(o); err != nil {
 		return nil, err
 	}
-	b := newAPIBench(o, o.Requests*len(o.Clients)*len(o.Replicas))
+	b := newAPIBench(o, o.Requests)
 	defer b.client.CloseIdleConnections()
 	if o.Database != "" {
 		_, _, b.localDatabase, _ = databaseHost(o.Database)
@@ -217,7 +220,7 @@ func runAPI(ctx context.Context, o *APIOptions, stderr io.Writer) (*APIReport, e
 		if err := b.start(ctx, o, rep, stderr); err != nil {
 			return nil, err
 		}
-		if err := b.runAll(ctx, o.Clients, 0, 0, rep, stderr); err != nil {
+		if err := b.runAll(ctx, o.Clients, 0, rep, stderr); err != nil {
 			return nil, err
 		}
 		return rep, nil
@@ -275,6 +278,11 @@ func runAPI(ctx context.Context, o *APIOptions, stderr io.Writer) (*APIReport, e
 		}
 	}
 	rep.Scaling = apiScalingOf(rep.Runs)
+	if w := b.written; w.writes > 0 {
+		rep.Writes, rep.WriteTransactions, rep.WriteRoundTrips = int(w.writes), int(w.transactions), round(w.roundTrips/w.writes, 2)
+	} else if b.writesUnknown != nil {
+		fmt.Fprintf(stderr, "write counts unavailable: %v\n", b.writesUnknown)
+	}
 	return rep, nil
 }
 
@@ -313,36 +321,58 @@ func (b *apiBench) runSet(ctx context.Context, l *serverLauncher, k, n int, o *A
 			return err
 		}
 	}
-	if err := b.runAll(ctx, o.Clients, n, k*len(o.Clients)*o.Requests, rep, stderr); err != nil {
+	if err := b.runAll(ctx, o.Clients, n, rep, stderr); err != nil {
 		return err
 	}
 	readPeakRSS(srvs, n == rep.Replicas && rep.ReplicaPeakRSSMiB == nil, rep, stderr)
-	if o.URL == "" { // the benchmark's own servers: their counts are this run's
-		b.countWrites(ctx, rep, stderr)
-	}
 	return nil
 }
 
-// countWrites adds the servers' writes, the transactions they took and, on PostgreSQL,
-// those transactions' round trips (read from /metrics before they stop) to the totals,
-// and reports their averages.
-func (b *apiBench) countWrites(ctx context.Context, rep *APIReport, stderr io.Writer) {
+// storeWrites are write counts from servers' /metrics: their writes, the database
+// transactions those took and, on PostgreSQL, those transactions' round trips; and their
+// commits planned again after losing a race.
+type storeWrites struct{ writes, transactions, roundTrips, replans float64 }
+
+// serverWrites sums the write counts of the benchmark's own servers: nil with --url, or
+// when a server does not tell them (b.writesUnknown then says why).
+func (b *apiBench) serverWrites(ctx context.Context) *storeWrites {
+	if len(b.pids) == 0 || b.writesUnknown != nil {
+		return nil
+	}
+	var sum storeWrites
 	for _, base := range b.bases {
-		writes, txs, rts, ok, err := b.writeCounts(ctx, base)
+		w, ok, err := b.writeCounts(ctx, base)
 		if err == nil && !ok {
 			err = errors.New("the server's /metrics has no climate_store_writes_total")
 		}
 		if err != nil {
-			fmt.Fprintf(stderr, "write counts unavailable: %v\n", err)
-			return
+			b.writesUnknown = err
+			return nil
 		}
-		b.writes += writes
-		b.transactions += txs
-		b.roundTrips += rts
+		sum.writes += w.writes
+		sum.transactions += w.transactions
+		sum.roundTrips += w.roundTrips
+		sum.replans += w.replans
 	}
-	if b.writes > 0 {
-		rep.Writes, rep.WriteTransactions, rep.WriteRoundTrips = int(b.writes), int(b.transactions), round(b.roundTrips/b.writes, 2)
+	return &sum
+}
+
+// countWrites adds the servers' writes since before (serverWrites) to b.written: the
+// runs' creations and what the servers wrote of their own meanwhile. It returns the
+// commits planned again since before (nil when unknown).
+func (b *apiBench) countWrites(ctx context.Context, before *storeWrites) (replans *int) {
+	if before == nil {
+		return nil
 	}
+	after := b.serverWrites(ctx)
+	if after == nil {
+		return nil
+	}
+	b.written.writes += after.writes - before.writes
+	b.written.transactions += after.transactions - before.transactions
+	b.written.roundTrips += after.roundTrips - before.roundTrips
+	n := int(after.replans - before.replans)
+	return &n
 }
 
 // loadAPIBook loads the book of o into the SQLite database in dir or PostgreSQL at

@@ -30,9 +30,10 @@ type apiBench struct {
 	// runs on this host, so its processes' CPU time is the database's.
 	pids          []string
 	localDatabase bool
-	// writes, transactions and roundTrips total the servers' writes, the database
-	// transactions they took and those transactions' round trips (countWrites).
-	writes, transactions, roundTrips float64
+	// written totals the servers' writes during the runs (countWrites), when they tell
+	// them; writesUnknown says why not.
+	written       storeWrites
+	writesUnknown error
 	// wal reads PostgreSQL's WAL position (nil on SQLite and with --url).
 	wal walReader
 }
@@ -78,28 +79,33 @@ func (b *apiBench) start(ctx context.Context, o *APIOptions, rep *APIReport, std
 		return err
 	}
 	if status != http.StatusOK && status != http.StatusConflict {
-		return httpError(status, body)
+		return fmt.Errorf("POST /v1/leases (dry run): %w", httpError(status, body))
 	}
 	rep.FirstRequestMS = millis(time.Since(t0))
 	return nil
 }
 
-// runAll times each client count in turn on the servers of b.bases (replicas of them),
-// the first run posting request first on, and adds the runs to rep.
-func (b *apiBench) runAll(ctx context.Context, clients []int, replicas, first int, rep *APIReport, stderr io.Writer) error {
+// runAll times each client count in turn on the servers of b.bases (replicas of them)
+// and adds the runs to rep. Every run posts the same requests on the same book: the
+// leases a run created are deleted after it, so that runs differ only in their clients
+// and servers (later runs on a book grown by the earlier ones' leases would be refused
+// more often, and a refusal costs less than a creation).
+func (b *apiBench) runAll(ctx context.Context, clients []int, replicas int, rep *APIReport, stderr io.Writer) error {
 	p := &progressLine{w: stderr}
-	for k, c := range clients {
+	for _, c := range clients {
 		before, measured := b.cpuUsed()
 		var walBefore int64
 		var walErr error
 		if b.wal != nil {
 			walBefore, walErr = b.wal.WALBytes(ctx)
 		}
-		run, err := b.run(ctx, c, first+k*b.requests, b.requests, p)
+		writesBefore := b.serverWrites(ctx)
+		run, created, err := b.run(ctx, c, b.requests, p)
 		p.done()
 		if err != nil {
 			return err
 		}
+		run.Replans = b.countWrites(ctx, writesBefore)
 		answered := run.Created + run.NoCapacity
 		if after, ok := b.cpuUsed(); ok && measured {
 			run.CPUPerRequestMS = after.since(before, answered)
@@ -109,6 +115,11 @@ func (b *apiBench) runAll(ctx context.Context, clients []int, replicas, first in
 		}
 		run.Replicas = replicas
 		rep.Runs = append(rep.Runs, *run)
+		err = b.deleteCreated(ctx, created, c, p)
+		p.done()
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -245,28 +256,42 @@ const benchLimits = `{"max_hosts": 100000000, "max_vcpus": 100000000, "max_float
 
 // setLimits gives the noauth caller's project (admin) benchLimits.
 func (b *apiBench) setLimits(ctx context.Context) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, b.bases[0]+"/v1/projects/admin/limits", strings.NewReader(benchLimits))
-	if err != nil {
-		return err
+	status, body, err := b.do(ctx, http.MethodPut, b.bases[0]+"/v1/projects/admin/limits", []byte(benchLimits))
+	if err == nil && status != http.StatusOK {
+		err = fmt.Errorf("setting the limits: %w", httpError(status, body))
 	}
-	req.Header.Set("Content-Type", "application/json")
+	return err
+}
+
+// do sends a request with the benchmark's token (and payload as JSON when not nil) and
+// returns the answer's status and body.
+func (b *apiBench) do(ctx context.Context, method, url string, payload []byte) (int, []byte, error) {
+	var r io.Reader
+	if payload != nil {
+		r = bytes.NewReader(payload)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, r)
+	if err != nil {
+		return 0, nil, err
+	}
+	if payload != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if b.token != "" {
 		req.Header.Set("X-Auth-Token", b.token)
 	}
 	resp, err := b.client.Do(req)
 	if err != nil {
-		return err
+		return 0, nil, err
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("setting the limits: %w", httpError(resp.StatusCode, body))
-	}
-	return nil
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	_, _ = io.Copy(io.Discard, resp.Body) // so the connection is reused
+	return resp.StatusCode, body, err
 }
 
 // create posts lease "bench-i" of request i (the first for i < 0, the dry run); it returns
-// the status and, unless 201, the body.
+// the status and the body.
 func (b *apiBench) create(ctx context.Context, base string, i int, dryRun bool) (int, []byte, error) {
 	var res any
 	w := b.windows[max(i, 0)]
@@ -297,46 +322,20 @@ func (b *apiBench) create(ctx context.Context, base string, i int, dryRun bool) 
 	if err != nil {
 		return 0, nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/leases", bytes.NewReader(payload))
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if b.token != "" {
-		req.Header.Set("X-Auth-Token", b.token)
-	}
-	resp, err := b.client.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	var body []byte
-	if resp.StatusCode != http.StatusCreated {
-		body, err = io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	}
-	_, _ = io.Copy(io.Discard, resp.Body) // so the connection is reused
-	return resp.StatusCode, body, err
+	return b.do(ctx, http.MethodPost, base+"/v1/leases", payload)
 }
 
 // writeCounts reads a server's climate_store_writes_total,
-// climate_store_write_transactions_total and climate_store_write_round_trips_total (none
-// on SQLite: zero) from its /metrics; ok is false when it has no write counts.
-func (b *apiBench) writeCounts(ctx context.Context, base string) (writes, transactions, roundTrips float64, ok bool, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
+// climate_store_write_transactions_total, climate_store_write_round_trips_total (none on
+// SQLite: zero) and climate_commit_conflicts_total from its /metrics; ok is false when
+// it has no write counts.
+func (b *apiBench) writeCounts(ctx context.Context, base string) (w storeWrites, ok bool, err error) {
+	status, body, err := b.do(ctx, http.MethodGet, base+"/metrics", nil)
 	if err != nil {
-		return 0, 0, 0, false, err
+		return w, false, err
 	}
-	resp, err := b.client.Do(req)
-	if err != nil {
-		return 0, 0, 0, false, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, 0, 0, false, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return 0, 0, 0, false, fmt.Errorf("reading /metrics: %w", httpError(resp.StatusCode, body))
+	if status != http.StatusOK {
+		return w, false, fmt.Errorf("reading /metrics: %w", httpError(status, body))
 	}
 	seen := map[string]bool{}
 	for _, line := range strings.Split(string(body), "\n") {
@@ -344,21 +343,23 @@ func (b *apiBench) writeCounts(ctx context.Context, base string) (writes, transa
 		var dest *float64
 		switch name {
 		case "climate_store_writes_total":
-			dest = &writes
+			dest = &w.writes
 		case "climate_store_write_transactions_total":
-			dest = &transactions
+			dest = &w.transactions
 		case "climate_store_write_round_trips_total":
-			dest = &roundTrips
+			dest = &w.roundTrips
+		case "climate_commit_conflicts_total":
+			dest = &w.replans
 		}
 		if dest == nil || !found {
 			continue
 		}
 		if *dest, err = strconv.ParseFloat(value, 64); err != nil {
-			return 0, 0, 0, false, fmt.Errorf("reading /metrics: %s: %w", name, err)
+			return w, false, fmt.Errorf("reading /metrics: %s: %w", name, err)
 		}
 		seen[name] = true
 	}
-	return writes, transactions, roundTrips, seen["climate_store_writes_total"] && seen["climate_store_write_transactions_total"], nil
+	return w, seen["climate_store_writes_total"] && seen["climate_store_write_transactions_total"], nil
 }
 
 func httpError(status int, body []byte) error {
@@ -366,11 +367,12 @@ func httpError(status int, body []byte) error {
 	if len(msg) > 300 {
 		msg = msg[:300] + "…"
 	}
-	return fmt.Errorf("POST /v1/leases: HTTP %d: %s", status, msg)
+	return fmt.Errorf("HTTP %d: %s", status, msg)
 }
 
-// run posts n leases (windows first … first+n-1) with c concurrent clients.
-func (b *apiBench) run(ctx context.Context, c, first, n int, p *progressLine) (*apiRunReport, error) {
+// run posts requests 0 … n-1 with c concurrent clients; created holds the answers of
+// those that got 201, for deleteCreated.
+func (b *apiBench) run(ctx context.Context, c, n int, p *progressLine) (rep *apiRunReport, created [][]byte, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -378,8 +380,8 @@ func (b *apiBench) run(ctx context.Context, c, first, n int, p *progressLine) (*
 		mu         sync.Mutex
 		firstErr   error
 		lat        = make([]time.Duration, 0, n)
-		rep        = &apiRunReport{Clients: c, Requests: n}
 	)
+	rep = &apiRunReport{Clients: c, Requests: n}
 	fail := func(err error) {
 		mu.Lock()
 		if firstErr == nil {
@@ -412,11 +414,13 @@ func (b *apiBench) run(ctx context.Context, c, first, n int, p *progressLine) (*
 		go func() {
 			defer wg.Done()
 			var mine []time.Duration
-			created, full, gaveUp := 0, 0, 0
+			var answers [][]byte
+			full, gaveUp := 0, 0
 			defer func() {
 				mu.Lock()
 				lat = append(lat, mine...)
-				rep.Created += created
+				created = append(created, answers...)
+				rep.Created += len(answers)
 				rep.NoCapacity += full
 				rep.GaveUp += gaveUp
 				mu.Unlock()
@@ -427,7 +431,7 @@ func (b *apiBench) run(ctx context.Context, c, first, n int, p *progressLine) (*
 					return
 				}
 				t0 := time.Now()
-				status, body, err := b.create(ctx, base, first+i, false)
+				status, body, err := b.create(ctx, base, i, false)
 				d := time.Since(t0)
 				if err != nil {
 					fail(err)
@@ -435,14 +439,14 @@ func (b *apiBench) run(ctx context.Context, c, first, n int, p *progressLine) (*
 				}
 				switch status {
 				case http.StatusCreated:
-					created++
+					answers = append(answers, body)
 				case http.StatusConflict:
 					full++
 					if bytes.Contains(body, []byte("concurrent requests")) {
 						gaveUp++
 					}
 				default:
-					fail(httpError(status, body))
+					fail(fmt.Errorf("POST /v1/leases: %w", httpError(status, body)))
 					return
 				}
 				mine = append(mine, d)
@@ -455,15 +459,77 @@ func (b *apiBench) run(ctx context.Context, c, first, n int, p *progressLine) (*
 	close(stopTicker)
 	<-tickerDone
 	if firstErr != nil {
-		return nil, firstErr
+		return nil, nil, firstErr
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	med, p99 := medianP99(lat)
 	rep.MedianMS, rep.P99MS = millis(med), millis(p99)
 	rep.Seconds = round(elapsed.Seconds(), 3)
 	rep.CreationsPerSecond = round(float64(rep.Created)/elapsed.Seconds(), 1)
 	rep.RequestsPerSecond = round(float64(n)/elapsed.Seconds(), 1)
-	return rep, nil
+	return rep, created, nil
+}
+
+// deleteCreated deletes the leases whose creation answers are created, with c clients
+// spread over the servers as the run's were.
+func (b *apiBench) deleteCreated(ctx context.Context, created [][]byte, c int, p *progressLine) error {
+	ids := make([]string, len(created))
+	for i, body := range created {
+		var answer struct {
+			Lease struct {
+				ID string `json:"id"`
+			} `json:"lease"`
+		}
+		if err := json.Unmarshal(body, &answer); err != nil || answer.Lease.ID == "" {
+			return fmt.Errorf("a created lease's id: %v in %.200q", err, body)
+		}
+		ids[i] = answer.Lease.ID
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var next, done atomic.Int64
+	var wg sync.WaitGroup
+	for k := range min(c, len(ids)) {
+		base := b.bases[k%len(b.bases)]
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < len(ids) && ctx.Err() == nil; i = int(next.Add(1)) - 1 {
+				if err := b.deleteLease(ctx, base, ids[i]); err != nil {
+					cancel(err)
+					return
+				}
+				done.Add(1)
+			}
+		})
+	}
+	stop := make(chan struct{})
+	progressed := make(chan struct{})
+	go func() {
+		defer close(progressed)
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			p.set("deleting the run's leases: %d/%d", done.Load(), len(ids))
+			select {
+			case <-tick.C:
+			case <-stop:
+				p.set("deleting the run's leases: %d/%d", done.Load(), len(ids))
+				return
+			}
+		}
+	}()
+	wg.Wait()
+	close(stop)
+	<-progressed
+	return context.Cause(ctx)
+}
+
+// deleteLease deletes lease id through the server at base.
+func (b *apiBench) deleteLease(ctx context.Context, base, id string) error {
+	status, body, err := b.do(ctx, http.MethodDelete, base+"/v1/leases/"+id, nil)
+	if err == nil && status != http.StatusNoContent {
+		err = fmt.Errorf("deleting lease %s: %w", id, httpError(status, body))
+	}
+	return err
 }

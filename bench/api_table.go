@@ -41,6 +41,7 @@ func writeAPITable(w io.Writer, rep *APIReport) error {
 	default:
 		fmt.Fprintf(w, "Requests: %s, %d hosts each, one new workload window per request\n", rep.Kind, workload.HostsWanted)
 	}
+	fmt.Fprintln(w, "Every run posts the same requests on the same book: the leases a run created are deleted after it")
 	if rep.DatabaseLink != "" {
 		fmt.Fprintf(w, "Database behind a simulated %.1f ms round trip: %s\n", rep.DatabaseDelayMS, rep.DatabaseLink)
 	}
@@ -85,6 +86,7 @@ func writeAPITable(w io.Writer, rep *APIReport) error {
 	}
 	writeCPUTable(w, rep.Runs, len(sets) > 1)
 	writeWAL(w, rep.Runs, len(sets) > 1)
+	writeReplans(w, rep.Runs, len(sets) > 1)
 	switch {
 	case rep.WriteRoundTrips > 0:
 		fmt.Fprintf(w, "\nRound trips to the database per write: %.2f, over %d writes (the creations and the servers' own) in %d transactions (%.2f writes a transaction: group commit)\n",
@@ -133,19 +135,42 @@ func plural(n int, noun string) string {
 
 // writeWAL prints what each run's requests made PostgreSQL write to its WAL.
 func writeWAL(w io.Writer, runs []apiRunReport, replicas bool) {
+	writeRunFigures(w, runs, replicas, "PostgreSQL's WAL per request (the whole cluster's, pg_current_wal_insert_lsn)", func(r apiRunReport) string {
+		if r.WALPerRequestKiB == nil {
+			return ""
+		}
+		return fmt.Sprintf("%.1f KiB", *r.WALPerRequestKiB)
+	})
+}
+
+// writeReplans prints how many of each run's commits lost a race to a concurrent writer
+// and were planned again, when the servers told.
+func writeReplans(w io.Writer, runs []apiRunReport, replicas bool) {
+	writeRunFigures(w, runs, replicas, "Commits planned again after losing a race to a concurrent writer (climate_commit_conflicts_total)", func(r apiRunReport) string {
+		if r.Replans == nil {
+			return ""
+		}
+		return strconv.Itoa(*r.Replans)
+	})
+}
+
+// writeRunFigures prints one line titled title with each run's figure, skipping runs
+// whose figure is "" (not measured), and nothing when none was.
+func writeRunFigures(w io.Writer, runs []apiRunReport, replicas bool, title string, figure func(apiRunReport) string) {
 	var each []string
 	for _, r := range runs {
-		if r.WALPerRequestKiB == nil {
+		f := figure(r)
+		if f == "" {
 			continue
 		}
 		run := plural(r.Clients, "client")
 		if replicas {
 			run = plural(r.Replicas, "replica") + ", " + run
 		}
-		each = append(each, fmt.Sprintf("%s %.1f KiB", run, *r.WALPerRequestKiB))
+		each = append(each, run+" "+f)
 	}
 	if len(each) > 0 {
-		fmt.Fprintf(w, "\nPostgreSQL's WAL per request (the whole cluster's, pg_current_wal_insert_lsn): %s\n", strings.Join(each, ", "))
+		fmt.Fprintf(w, "\n%s: %s\n", title, strings.Join(each, ", "))
 	}
 }
 

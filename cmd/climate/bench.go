@@ -136,7 +136,9 @@ func newBenchAPICmd() *cobra.Command {
 subprocess (this same binary, on a free loopback port), then for each client count C run C
 concurrent clients that post leases until --requests requests are done. Each request asks
 for 10 hosts (min = max = 10) over the workload's next request window, so no two requests
-of the whole benchmark share a window; the book grows as leases are created. Reported per
+of a run share a window. Every run posts the same requests on the same book: the leases a
+run created are deleted after it (untimed), so that runs differ only in their clients and
+servers, not in how full the book is (a refusal costs less than a creation). Reported per
 client count: median and p99 latency, creations per second, and how many requests got 201
 (created) and 409 (not enough free hosts); the CPU time each request cost the servers,
 PostgreSQL (when it runs on this host) and the benchmark, read from /proc, and the servers'
