@@ -154,10 +154,11 @@ type CommitStamped interface {
 // transaction's COMMIT, in a snapshot taken after it: a manager's index then follows the
 // manager's own commits, revisions included, with no read of its own. since is called
 // just before COMMIT is sent, so the read leaves out what the caller caught up with while
-// its write waited and ran. ok is false when the read failed or the log no longer reaches
-// back to since; err is the write's alone.
+// its write waited and ran; it may decline the read (want false). A request committed in
+// the same transaction as one that asked gets that read too. ok is false when there was
+// no read, it failed or the log no longer reaches back to since; err is the write's alone.
 type CommitReader interface {
-	UpdateThenChanges(ctx context.Context, since func() int64, fn func(Tx) error) (inventory, allocation int64, changes []AllocationChange, ok bool, err error)
+	UpdateThenChanges(ctx context.Context, since func() (rev int64, want bool), fn func(Tx) error) (inventory, allocation int64, changes []AllocationChange, ok bool, err error)
 }
 
 // RevisionReader is implemented by stores that read their revisions, or their allocation

@@ -39,6 +39,13 @@ type Manager struct {
 	committing atomic.Int64
 	// inFlight is what those commits are writing (planLease's avoid).
 	inFlight inFlight
+	// catchingUp says a commit's read of the allocation log is in flight, readsSent
+	// numbers those reads, and unread holds the commits that read nothing until a read
+	// sent after them is applied (commitThenCatchUp).
+	catchingUp atomic.Bool
+	readsSent  atomic.Int64
+	unreadMu   sync.Mutex
+	unread     []unreadCommit
 	// rebuilds and catchUps count how the view was refreshed (for tests and benchmarks).
 	rebuilds, catchUps atomic.Int64
 	// currentAt is when (wall time, UnixNano) the index was last known to be as the store:

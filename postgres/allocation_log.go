@@ -102,7 +102,7 @@ func scanChanges(rows pgx.Rows) (inventory, allocation int64, changes []climate.
 // stamped revisions. The caller's index catches up with its own commit (and any other
 // since its revision) without a read of its own. ok is false when that read failed or
 // the log no longer reaches back to since; the write stands either way.
-func (s *Store) UpdateThenChanges(ctx context.Context, since func() int64, fn func(climate.Tx) error) (inventory, allocation int64, changes []climate.AllocationChange, ok bool, err error) {
+func (s *Store) UpdateThenChanges(ctx context.Context, since func() (int64, bool), fn func(climate.Tx) error) (inventory, allocation int64, changes []climate.AllocationChange, ok bool, err error) {
 	r := &writeRequest{Request: groupcommit.Request{Ctx: ctx}, fn: func(t *tx) error { return fn(t) }, since: since}
 	if err := s.enqueue(r); err != nil || r.read == nil {
 		return 0, 0, nil, false, err

@@ -54,9 +54,10 @@ type writeRequest struct {
 	groupcommit.Request
 	fn func(*tx) error
 	// since, when not nil, asks for the allocation log after the revision it returns
-	// just before COMMIT, read after COMMIT in its round trip (UpdateThenChanges); read is
-	// where the batch puts it.
-	since func() int64
+	// just before COMMIT (unless it declines), read after COMMIT in its round trip
+	// (UpdateThenChanges); read is where the batch puts it, for every request it
+	// committed.
+	since func() (int64, bool)
 	read  *changesRead
 }
 
@@ -172,7 +173,7 @@ func (s *Store) runBatch(reqs []*writeRequest) (results []error, err error) {
 	since, wanted := int64(0), false
 	for i, r := range reqs {
 		if results[i] == nil && r.since != nil {
-			if v := r.since(); !wanted || v < since {
+			if v, want := r.since(); want && (!wanted || v < since) {
 				since, wanted = v, true
 			}
 		}

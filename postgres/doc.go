@@ -148,7 +148,10 @@
 // climate.CommitReader): PostgreSQL runs it once the commit is done, so it reads the
 // commit's stamped entries, and the index is current as of the commit. The revision is
 // taken just before COMMIT is sent, so what other batches' reads caught up meanwhile is
-// not read again, and a batch reads once for all its requests. A plan within a
+// not read again, and a batch reads once for all its requests. A manager has one such
+// read in flight at a time: a commit sent meanwhile reads nothing, and keeps what it
+// wrote among the hosts plans steer clear of until a later read brings it (side by side,
+// reads from the same revision brought each change many times over). A plan within a
 // second of that (manager.trustIndexFor) skips the view's revision check, so under load
 // an API creation is the write transaction's three round trips; an idle manager checks
 // first (four), and a plan another replica's commit made stale fails the re-check and is
