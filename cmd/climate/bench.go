@@ -163,7 +163,7 @@ writes a transaction (group commit) over all the runs; then the server's peak RS
 
 The server and its data directory are removed at the end, also on Ctrl-C. With --url the
 benchmark posts to an already running server instead and neither loads a book nor reads
-its memory.
+its memory; it deletes the leases it created there too, after each run.
 
 With --database postgres://…?search_path=SCHEMA the book is loaded into that PostgreSQL
 schema (which must hold no hosts yet: use a fresh one, and drop it afterwards) and
