@@ -85,11 +85,16 @@ func (m *Manager) revisions(ctx context.Context) (inventory, allocation int64, e
 	if cur == nil {
 		return r.Revisions(ctx)
 	}
+	read := m.readsSent.Add(1) // a read too, for the commits that read nothing (awaitRead)
 	inventory, allocation, changes, done, err := r.ChangesSince(ctx, since)
 	if err != nil || !done || inventory != invRev || allocation <= since {
+		if err == nil && done && inventory == invRev {
+			m.readApplied(read) // the index was current
+		}
 		return inventory, allocation, err // current, or refresh's to bring up to date
 	}
 	m.caughtUp(cur, changes, allocation)
+	m.readApplied(read)
 	return inventory, allocation, nil
 }
 
@@ -462,7 +467,7 @@ type unreadCommit struct {
 }
 
 // awaitRead keeps allocs, a commit's that read no changes, in flight until a read sent
-// after it is applied.
+// after it is applied: another commit's, or a plan's check (revisions).
 func (m *Manager) awaitRead(allocs []climate.Allocation) {
 	c := unreadCommit{readsBefore: m.readsSent.Load(), done: m.inFlight.add(allocs)}
 	m.unreadMu.Lock()

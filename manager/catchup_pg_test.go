@@ -18,10 +18,17 @@ import (
 // meanwhile.
 type heldReader struct {
 	*postgres.Store
-	release     chan struct{}
-	mu          sync.Mutex
-	asked       []bool // whether each commit's since asked for the changes
-	armed, held bool
+	mu               sync.Mutex
+	asked            []bool        // whether each commit's since asked for the changes
+	holding, release chan struct{} // armed: closed when a commit is held, and to let it go
+}
+
+// arm has the next commit that asks for the changes held.
+func (s *heldReader) arm() (holding, release chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.holding, s.release = make(chan struct{}), make(chan struct{})
+	return s.holding, s.release
 }
 
 func (s *heldReader) UpdateThenChanges(ctx context.Context, since func() (int64, bool), fn func(climate.Tx) error) (int64, int64, []climate.AllocationChange, bool, error) {
@@ -33,11 +40,14 @@ func (s *heldReader) UpdateThenChanges(ctx context.Context, since func() (int64,
 	}, fn)
 	s.mu.Lock()
 	s.asked = append(s.asked, want)
-	hold := want && s.armed && !s.held
-	s.held = s.held || hold
+	var release chan struct{}
+	if want && s.holding != nil {
+		close(s.holding)
+		release, s.holding = s.release, nil
+	}
 	s.mu.Unlock()
-	if hold {
-		<-s.release
+	if release != nil {
+		<-release
 	}
 	return inventory, allocation, changes, ok, err
 }
@@ -51,8 +61,8 @@ func (s *heldReader) lastAsked() bool {
 
 // A manager has one read of the allocation log in flight at a time: a commit sent while
 // another's read is under way reads nothing, and what it booked stays among the hosts
-// plans steer clear of until a read sent after it is applied; that read brings it into
-// the index.
+// plans steer clear of until a read sent after it is applied, another commit's or a
+// plan's check; that read brings it into the index.
 func TestOneCatchUpReadInFlight(t *testing.T) {
 	ctx := context.Background()
 	pg, err := postgres.Open(ctx, postgres.TestDSN(t))
@@ -60,67 +70,79 @@ func TestOneCatchUpReadInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { pg.Close() })
-	st := &heldReader{Store: pg, release: make(chan struct{})}
+	st := &heldReader{Store: pg}
 	m := New(st, clock.NewFake(replicaT0), Config{})
 	hosts := replicaHosts(t, m, 6)
-	create := func(name string, from, to int) *climate.Lease {
+	create := func(name string, from int) *climate.Lease {
 		t.Helper()
-		one := 2
+		two := 2
 		l, err := m.CreateLease(ctx, replicaMember, climate.LeaseRequest{Name: name,
-			Start: climate.Date{Time: replicaT0.Add(time.Duration(from) * time.Hour)}, End: climate.Date{Time: replicaT0.Add(time.Duration(to) * time.Hour)},
-			Reservations: []climate.ReservationRequest{{ResourceType: climate.ResourceTypeHost, Min: &one, Max: &one}}})
+			Start: climate.Date{Time: replicaT0.Add(time.Duration(from) * time.Hour)}, End: climate.Date{Time: replicaT0.Add(time.Duration(from+1) * time.Hour)},
+			Reservations: []climate.ReservationRequest{{ResourceType: climate.ResourceTypeHost, Min: &two, Max: &two}}})
 		if err != nil {
-			t.Fatalf("creating %s: %v", name, err)
+			t.Errorf("creating %s: %v", name, err)
 		}
 		return l
+	}
+	// held creates a lease whose commit's read is held in flight until finish is called.
+	held := func(name string, from int) (finish func() *climate.Lease) {
+		t.Helper()
+		holding, release := st.arm()
+		done := make(chan *climate.Lease, 1)
+		go func() { done <- create(name, from) }()
+		select {
+		case <-holding:
+		case <-done:
+			t.Fatalf("%s returned without a read held", name)
+		}
+		return func() *climate.Lease { close(release); return <-done }
 	}
 	inFlight := func(l *climate.Lease) bool {
 		got := resource.IDs(m.inFlight.overlapping(l.Start, l.End))
 		return len(got) > 0 && !slices.ContainsFunc(allocationsOf(l), func(a climate.Allocation) bool { return !slices.Contains(got, a.ResourceID) })
 	}
-	create("warm", 1, 2) // the index is built and current
-	st.mu.Lock()
-	st.armed = true
-	st.mu.Unlock()
-
-	done := make(chan *climate.Lease)
-	go func() { done <- create("a", 3, 4) }() // its read is held in flight
-	for {
-		st.mu.Lock()
-		held := st.held
-		st.mu.Unlock()
-		if held {
-			break
-		}
-		select {
-		case l := <-done:
-			t.Fatalf("lease %s returned before its read was held", l.ID)
-		case <-time.After(time.Millisecond):
+	current := func(when string) {
+		t.Helper()
+		if rev, _ := storeState(t, pg); revisionOf(m) != rev {
+			t.Errorf("%s: index at revision %d, the store at %d", when, revisionOf(m), rev)
 		}
 	}
-	b := create("b", 5, 6)
+	create("warm", 1) // the index is built and current
+
+	finishA := held("a", 3)
+	b := create("b", 5)
 	if st.lastAsked() {
 		t.Fatal("b's commit asked for the changes while a's read was in flight")
 	}
 	if !inFlight(b) {
 		t.Errorf("b's hosts are not in flight while no read has brought them: %v", m.inFlight.overlapping(b.Start, b.End))
 	}
-	close(st.release)
-	a := <-done
+	a := finishA()
 	if inFlight(a) || !inFlight(b) {
 		t.Errorf("after a's read (sent before b's commit): a in flight %v, b %v; want only b", inFlight(a), inFlight(b))
 	}
-	c := create("c", 7, 8)
+	c := create("c", 7)
 	if !st.lastAsked() {
 		t.Error("c's commit, with no read in flight, read nothing")
 	}
 	if inFlight(b) || inFlight(c) {
 		t.Errorf("after c's read: b in flight %v, c %v; want neither", inFlight(b), inFlight(c))
 	}
-	// c's read brought b and c: the index is as the store, with no check of its own.
-	rev, _ := storeState(t, pg)
-	if got := revisionOf(m); got != rev {
-		t.Errorf("index at revision %d, the store at %d", got, rev)
+	current("after c's read, with no check of its own") // it brought b and c
+
+	// The same, left to a plan's check of the index: it too is a read sent after e.
+	finishD := held("d", 9)
+	e := create("e", 11)
+	finishD()
+	if !inFlight(e) {
+		t.Errorf("e's hosts are not in flight after d's read, sent before e's commit")
 	}
+	if err := m.view(ctx, func(*resource.View) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if inFlight(e) {
+		t.Error("e's hosts are still in flight after a check brought the index up to date")
+	}
+	current("after the check")
 	checkReplica(t, "m", m, pg, hosts)
 }
