@@ -390,22 +390,7 @@ func (b *apiBench) run(ctx context.Context, c, n int, p *progressLine) (rep *api
 		mu.Unlock()
 		cancel()
 	}
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	stopTicker := make(chan struct{})
-	tickerDone := make(chan struct{})
-	go func() {
-		defer close(tickerDone)
-		for {
-			p.set("%d clients: %d/%d requests", c, done.Load(), n)
-			select {
-			case <-tick.C:
-			case <-stopTicker:
-				p.set("%d clients: %d/%d requests", c, done.Load(), n)
-				return
-			}
-		}
-	}()
+	stopProgress := p.follow(func() string { return fmt.Sprintf("%d clients: %d/%d requests", c, done.Load(), n) })
 	var wg sync.WaitGroup
 	start := time.Now()
 	for k := range c {
@@ -456,8 +441,7 @@ func (b *apiBench) run(ctx context.Context, c, n int, p *progressLine) (rep *api
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	close(stopTicker)
-	<-tickerDone
+	stopProgress()
 	if firstErr != nil {
 		return nil, nil, firstErr
 	}
@@ -503,25 +487,9 @@ func (b *apiBench) deleteCreated(ctx context.Context, created [][]byte, c int, p
 			}
 		})
 	}
-	stop := make(chan struct{})
-	progressed := make(chan struct{})
-	go func() {
-		defer close(progressed)
-		tick := time.NewTicker(200 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			p.set("deleting the run's leases: %d/%d", done.Load(), len(ids))
-			select {
-			case <-tick.C:
-			case <-stop:
-				p.set("deleting the run's leases: %d/%d", done.Load(), len(ids))
-				return
-			}
-		}
-	}()
+	stopProgress := p.follow(func() string { return fmt.Sprintf("deleting the run's leases: %d/%d", done.Load(), len(ids)) })
 	wg.Wait()
-	close(stop)
-	<-progressed
+	stopProgress()
 	return context.Cause(ctx)
 }
 

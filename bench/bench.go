@@ -154,6 +154,27 @@ func (p *progressLine) flush() {
 	}
 }
 
+// follow shows line() now and every 200 ms until stop is called, which shows it a last
+// time.
+func (p *progressLine) follow(line func() string) (stop func()) {
+	tick := time.NewTicker(200 * time.Millisecond)
+	quit, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		defer tick.Stop()
+		for {
+			p.set("%s", line())
+			select {
+			case <-tick.C:
+			case <-quit:
+				p.set("%s", line())
+				return
+			}
+		}
+	}()
+	return func() { close(quit); <-stopped }
+}
+
 // done ends the progress, leaving its last state visible.
 func (p *progressLine) done() {
 	if !p.tty {
