@@ -87,14 +87,13 @@ func (m *Manager) revisions(ctx context.Context) (inventory, allocation int64, e
 	}
 	read := m.readsSent.Add(1) // a read too, for the commits that read nothing (awaitRead)
 	inventory, allocation, changes, done, err := r.ChangesSince(ctx, since)
-	if err != nil || !done || inventory != invRev || allocation <= since {
-		if err == nil && done && inventory == invRev {
-			m.readApplied(read) // the index was current
-		}
-		return inventory, allocation, err // current, or refresh's to bring up to date
+	if err != nil || !done || inventory != invRev {
+		return inventory, allocation, err // refresh's to bring up to date
 	}
-	m.caughtUp(cur, changes, allocation)
-	m.readApplied(read)
+	if allocation > since {
+		m.caughtUp(cur, changes, allocation)
+	}
+	m.readApplied(read) // the index is current as of the read
 	return inventory, allocation, nil
 }
 
