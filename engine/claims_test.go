@@ -1,10 +1,12 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"log/slog"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -202,5 +204,49 @@ func TestLeaseLeftStartingIsEndedThroughTheDriver(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, []climate.LeaseStatus{climate.LeaseActive, climate.LeaseActive, climate.LeaseTerminated}) || acts != (countingActions{1, 1, 1}) {
 		t.Fatalf("statuses %v, actions %+v; want started, warned and ended through the driver", got, acts)
+	}
+}
+
+// cancelledStart is a driver whose OnStart runs until the engine stops.
+type cancelledStart struct{ entered chan struct{} }
+
+func (c cancelledStart) OnStart(ctx context.Context, _ *climate.Lease) error {
+	close(c.entered)
+	<-ctx.Done()
+	return ctx.Err()
+}
+func (cancelledStart) OnEnd(context.Context, *climate.Lease) error     { return nil }
+func (cancelledStart) BeforeEnd(context.Context, *climate.Lease) error { return nil }
+
+// An engine stopped while an action runs does not call the event failed: its outcome is
+// not written, the event stays claimed (the claim lapses, and another run handles it)
+// and nothing is reported or logged as a failure.
+func TestStoppingEngineInterruptsAnEvent(t *testing.T) {
+	f := newClaimsFixture(t)
+	acts := cancelledStart{entered: make(chan struct{})}
+	var logs bytes.Buffer
+	var reports []Report
+	eng := New(f.store, f.clock, Config{Actions: acts, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		Observe: func(r Report) { reports = append(reports, r) }})
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); _ = eng.Run(ctx) }()
+	select {
+	case <-acts.entered:
+	case <-time.After(10 * time.Second): // a safety net against a hung engine, not a wait
+		cancel()
+		t.Fatal("the start action never ran")
+	}
+	cancel()
+	<-stopped
+	if len(reports) != 0 || strings.Contains(logs.String(), "event failed") || !strings.Contains(logs.String(), "event interrupted") {
+		t.Errorf("reports %+v, logs:\n%s\nwant no report, no failure and the interruption logged", reports, logs.String())
+	}
+	l, err := getLease(context.Background(), f.store, f.lease.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := l.Event(climate.EventStartLease); e.Status != climate.EventInProgress || e.ClaimedBy != eng.instance {
+		t.Fatalf("start event %s claimed by %q; want IN_PROGRESS by the stopped engine, for its claim to lapse", e.Status, e.ClaimedBy)
 	}
 }

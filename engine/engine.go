@@ -338,6 +338,12 @@ func (e *Engine) handle(ctx context.Context, ev climate.Event) {
 		e.cfg.Logger.Debug("event deferred", "event", ev.Type, "lease", ev.LeaseID, "reason", rep.Err)
 		return
 	}
+	if errors.Is(rep.Err, context.Canceled) && ctx.Err() != nil {
+		// The engine is stopping, not the event failing: its outcome was not written, so
+		// its claim lapses and another engine (or the next run) handles it.
+		e.cfg.Logger.Info("event interrupted: the engine is stopping", "event", ev.Type, "lease", ev.LeaseID, "err", rep.Err)
+		return
+	}
 	if l != nil {
 		rep.Status = l.Status
 	}
