@@ -56,13 +56,19 @@ func BenchmarkEarliestSlots(b *testing.B) {
 }
 
 // BenchmarkNewIndex times building the index from a loaded book (what a replica does when
-// another process moved the store on).
+// another process moved the store on), with the allocations listed as a store lists them
+// (by host) and lease by lease.
 func BenchmarkNewIndex(b *testing.B) {
 	book := workload.Generate(5000, 50000)
-	allocs := bookAllocations(book)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		plan.NewIndex(book.Hosts, allocs)
+	for _, order := range []struct {
+		name   string
+		allocs []climate.Allocation
+	}{{"store", book.AllocationsByHost()}, {"lease", bookAllocations(book)}} {
+		b.Run("order="+order.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				plan.NewIndex(book.Hosts, order.allocs)
+			}
+		})
 	}
 }
 

@@ -5,7 +5,10 @@
 package workload
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"climate"
@@ -65,6 +68,32 @@ func (b *Book) Allocations() int {
 		}
 	}
 	return n
+}
+
+// AllocationsByHost returns the book's host allocations in the order a store lists them
+// to a server building its availability index: by host id, then start, then id
+// (sqlcore's AllocationOrder).
+func (b *Book) AllocationsByHost() []climate.Allocation {
+	hosts := make(map[string][]*climate.Allocation, len(b.Hosts))
+	for i := range b.Leases {
+		for j := range b.Leases[i].Reservations {
+			for k := range b.Leases[i].Reservations[j].Allocations {
+				a := &b.Leases[i].Reservations[j].Allocations[k]
+				hosts[a.ResourceID] = append(hosts[a.ResourceID], a)
+			}
+		}
+	}
+	out := make([]climate.Allocation, 0, b.Allocations())
+	for _, id := range slices.Sorted(maps.Keys(hosts)) {
+		as := hosts[id]
+		slices.SortFunc(as, func(x, y *climate.Allocation) int {
+			return cmp.Or(x.Start.Compare(y.Start), cmp.Compare(x.ID, y.ID))
+		})
+		for _, a := range as {
+			out = append(out, *a)
+		}
+	}
+	return out
 }
 
 var (

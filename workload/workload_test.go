@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"cmp"
 	"testing"
 	"time"
 )
@@ -53,5 +54,29 @@ func TestBookHasNoOverlapsAndValidHosts(t *testing.T) {
 	}
 	if len(b.Hosts) != 100 || b.Hosts[5].ID != "00000000-0000-0000-0000-000000000005" || b.Hosts[5].HypervisorHostname != "compute-00005" {
 		t.Fatalf("unexpected hosts: %d, %+v", len(b.Hosts), b.Hosts[5])
+	}
+}
+
+// AllocationsByHost lists every allocation of the book once, in a store's order: by host
+// id, then start, then id.
+func TestAllocationsByHostInStoreOrder(t *testing.T) {
+	b := Generate(50, 500)
+	got := b.AllocationsByHost()
+	seen := map[string]bool{}
+	for i, a := range got {
+		if seen[a.ID] {
+			t.Fatalf("allocation %s listed twice", a.ID)
+		}
+		seen[a.ID] = true
+		if i == 0 {
+			continue
+		}
+		p := got[i-1]
+		if c := cmp.Or(cmp.Compare(p.ResourceID, a.ResourceID), p.Start.Compare(a.Start), cmp.Compare(p.ID, a.ID)); c >= 0 {
+			t.Fatalf("allocation %d (%s on %s at %s) is listed after %s on %s at %s", i, a.ID, a.ResourceID, a.Start, p.ID, p.ResourceID, p.Start)
+		}
+	}
+	if len(got) != b.Allocations() {
+		t.Errorf("%d allocations listed; the book holds %d", len(got), b.Allocations())
 	}
 }

@@ -89,7 +89,8 @@ within 90 days, 3 candidate slots), and the plain requests again on a full cloud
 booked over the windows moved a year on), each refused ("plain, full cloud"). Reported per
 scale: median and p99 planning time, the mean
 number of free matching hosts per window and the windows that cannot be satisfied (for
-cross-checking with other implementations), the index build time, its heap per host
+cross-checking with other implementations), the index build time (from the allocations
+listed host by host, as a store lists them to a server), its heap per host
 allocation and the growth of the process's peak RSS per 1,000,000 allocations (index and
 searches), the first earliest-slot search apart (it builds the filter's free-time summary),
 and upstream Blazar's median where WORKLOAD.md gives one. The book is not
