@@ -39,20 +39,12 @@ type Queue[T Queued] struct {
 	// run runs a batch of live requests and answers each, but for those it returns,
 	// which go first in the writer's next batch.
 	run func(batch []T) (carried []T)
-
-	// At most limit writers take and run batches at once (Limit); active are doing so.
-	gate          sync.Mutex
-	turn          *sync.Cond
-	active, limit int
-	writers       int
 }
 
 // Start starts writers goroutines taking batches of at most max requests for run.
 // Submit returns closed once the queue is closed.
 func Start[T Queued](writers, max int, closed error, run func(batch []T) (carried []T)) *Queue[T] {
-	q := &Queue[T]{ch: make(chan T, max), closing: make(chan struct{}), stopped: make(chan struct{}), closed: closed, run: run,
-		limit: writers, writers: writers}
-	q.turn = sync.NewCond(&q.gate)
+	q := &Queue[T]{ch: make(chan T, max), closing: make(chan struct{}), stopped: make(chan struct{}), closed: closed, run: run}
 	var running sync.WaitGroup
 	running.Add(writers)
 	for range writers {
@@ -71,56 +63,8 @@ func Start[T Queued](writers, max int, closed error, run func(batch []T) (carrie
 // Close stops the writers after the batches they are running and answers the requests
 // still queued. Closing again is harmless.
 func (q *Queue[T]) Close() {
-	q.closeOnce.Do(func() {
-		close(q.closing)
-		q.gate.Lock()
-		q.turn.Broadcast() // writers waiting for a turn stop
-		q.gate.Unlock()
-	})
+	q.closeOnce.Do(func() { close(q.closing) })
 	<-q.stopped
-}
-
-// Limit lets at most n of the writers (at least one, at most all) take and run batches at
-// once. The others wait, so requests queue for those at work and make larger batches:
-// fewer, larger transactions where every commit waits for a lock the whole database
-// shares (postgres/doc.go).
-func (q *Queue[T]) Limit(n int) {
-	q.gate.Lock()
-	defer q.gate.Unlock()
-	q.limit = min(max(n, 1), q.writers)
-	q.turn.Broadcast()
-}
-
-// Limited returns how many writers may take batches at once.
-func (q *Queue[T]) Limited() int {
-	q.gate.Lock()
-	defer q.gate.Unlock()
-	return q.limit
-}
-
-// takeTurn waits until fewer writers than the limit are at work (any number once the
-// queue closes), and counts this one in.
-func (q *Queue[T]) takeTurn() {
-	q.gate.Lock()
-	defer q.gate.Unlock()
-	for q.active >= q.limit {
-		select {
-		case <-q.closing:
-			q.active++
-			return
-		default:
-		}
-		q.turn.Wait()
-	}
-	q.active++
-}
-
-// endTurn counts this writer out and lets a waiting one take its turn.
-func (q *Queue[T]) endTurn() {
-	q.gate.Lock()
-	defer q.gate.Unlock()
-	q.active--
-	q.turn.Signal()
 }
 
 // Waiting returns how many requests wait for a writer.
@@ -164,13 +108,11 @@ func (q *Queue[T]) loop() {
 	batch := make([]T, 0, max)
 	for {
 		batch = append(batch[:0], carried...)
-		q.takeTurn()
 		if len(batch) == 0 {
 			select {
 			case r := <-q.ch:
 				batch = append(batch, r)
 			case <-q.closing:
-				q.endTurn()
 				q.refuseQueued()
 				return
 			}
@@ -196,7 +138,6 @@ func (q *Queue[T]) loop() {
 		if len(live) > 0 {
 			carried = q.run(live)
 		}
-		q.endTurn()
 	}
 }
 

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"testing"
-	"testing/synctest"
 )
 
 // req is a test request: run records the names of each batch it is given.
@@ -153,49 +151,4 @@ func TestCounts(t *testing.T) {
 	if w, n := c.Load(); w != 3 || n != 2 {
 		t.Errorf("Load: %d writes in %d transactions, want 3 in 2", w, n)
 	}
-}
-
-// Limit holds writers back: with three writers limited to one, a second request waits
-// in the queue while the first runs, until the limit is raised; Limit keeps to at least
-// one and at most the writers there are.
-func TestLimitHoldsWritersBack(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var running atomic.Int32
-		release := make(chan struct{})
-		q := Start(3, 1, errClosed, func(batch []*req) []*req {
-			running.Add(1)
-			<-release
-			running.Add(-1)
-			for _, r := range batch {
-				r.Answer(nil)
-			}
-			return nil
-		})
-		q.Limit(1)
-		var outs []<-chan error
-		for _, name := range []string{"a", "b", "c"} {
-			outs = append(outs, submit(q, context.Background(), name))
-		}
-		synctest.Wait()
-		if n := running.Load(); n != 1 {
-			t.Fatalf("limited to one writer: %d batches running", n)
-		}
-		q.Limit(2)
-		synctest.Wait()
-		if n := running.Load(); n != 2 {
-			t.Fatalf("limited to two writers: %d batches running", n)
-		}
-		close(release)
-		for _, out := range outs {
-			if err := <-out; err != nil {
-				t.Errorf("Submit: %v", err)
-			}
-		}
-		for n, want := range map[int]int{0: 1, 2: 2, 9: 3} {
-			if q.Limit(n); q.Limited() != want {
-				t.Errorf("Limit(%d): %d writers; want %d", n, q.Limited(), want)
-			}
-		}
-		q.Close()
-	})
 }
