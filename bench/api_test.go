@@ -19,7 +19,7 @@ import (
 // simulateCreated plans the benchmark's sequential requests on the book in process, booking
 // each one that fits, and returns how many fit: what one client must see from the server.
 func simulateCreated(b *workload.Book, windows []workload.Window) int {
-	x := plan.NewIndex(b.Hosts, bookAllocs(b))
+	x := plan.NewIndex(b.Hosts, b.AllocationsByLease())
 	created := 0
 	for i, w := range windows {
 		hosts, _, err := x.PlaceHosts(plan.HostRequest{Window: plan.Window{Start: w.Start, End: w.End}, Min: 10, Max: 10})

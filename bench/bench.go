@@ -14,9 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"climate"
-	"climate/workload"
 )
 
 // benchScale is a workload size: H hosts and R existing leases.
@@ -96,17 +93,6 @@ func millis(d time.Duration) float64 { return round(float64(d)/float64(time.Mill
 func round(v float64, digits int) float64 {
 	p := math.Pow(10, float64(digits))
 	return math.Round(v*p) / p
-}
-
-// bookAllocs flattens a book's host allocations.
-func bookAllocs(b *workload.Book) []climate.Allocation {
-	out := make([]climate.Allocation, 0, b.Allocations())
-	for _, l := range b.Leases {
-		for _, r := range l.Reservations {
-			out = append(out, r.Allocations...)
-		}
-	}
-	return out
 }
 
 // progressLine shows progress on w (stderr): on a terminal one line rewritten in place; on

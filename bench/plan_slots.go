@@ -78,7 +78,7 @@ func benchInstanceScale(sc benchScale, n int, p *progressLine) (*planInstanceSca
 	book := workload.GenerateInstances(sc.hosts, sc.leases)
 	rep := &planInstanceScaleReport{Hosts: sc.hosts, InstanceLeases: sc.leases, Leases: len(book.Leases),
 		GenerateSeconds: round(time.Since(t0).Seconds(), 3)}
-	allocs := bookAllocs(book)
+	allocs := book.AllocationsByLease()
 	vcpus := make(map[string]int, len(book.Hosts))
 	capacity := 0.0
 	for _, h := range book.Hosts {

@@ -18,7 +18,7 @@ var scales = []struct{ h, r int }{{100, 1000}, {1000, 10000}, {5000, 50000}}
 func BenchmarkPlaceHosts(b *testing.B) {
 	for _, sc := range scales {
 		book := workload.Generate(sc.h, sc.r)
-		x := plan.NewIndex(book.Hosts, bookAllocations(book))
+		x := plan.NewIndex(book.Hosts, book.AllocationsByLease())
 		windows := workload.Windows(1000)
 		for _, kind := range []struct {
 			name string
@@ -43,7 +43,7 @@ func BenchmarkPlaceHosts(b *testing.B) {
 func BenchmarkEarliestSlots(b *testing.B) {
 	for _, sc := range scales {
 		book := workload.Generate(sc.h, sc.r)
-		x := plan.NewIndex(book.Hosts, bookAllocations(book))
+		x := plan.NewIndex(book.Hosts, book.AllocationsByLease())
 		windows := workload.Windows(1000)
 		b.Run(fmt.Sprintf("H=%d", sc.h), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
@@ -63,7 +63,7 @@ func BenchmarkNewIndex(b *testing.B) {
 	for _, order := range []struct {
 		name   string
 		allocs []climate.Allocation
-	}{{"store", book.AllocationsByHost()}, {"lease", bookAllocations(book)}} {
+	}{{"store", book.AllocationsByHost()}, {"lease", book.AllocationsByLease()}} {
 		b.Run("order="+order.name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				plan.NewIndex(book.Hosts, order.allocs)
@@ -77,7 +77,7 @@ func BenchmarkNewIndex(b *testing.B) {
 func BenchmarkApply(b *testing.B) {
 	book := workload.Generate(5000, 50000)
 	for _, summary := range []bool{false, true} {
-		x := plan.NewIndex(book.Hosts, bookAllocations(book))
+		x := plan.NewIndex(book.Hosts, book.AllocationsByLease())
 		w := workload.Windows(1)[0]
 		if summary {
 			x.EarliestSlots(plan.SlotRequest{Count: 10, Duration: time.Hour, After: w.Start, Deadline: w.Start.Add(24 * time.Hour), Limit: 1})

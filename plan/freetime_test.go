@@ -28,7 +28,7 @@ func TestEarliestSlotsSummaryEqualsSweep(t *testing.T) {
 func summaryEqualsSweep(t *testing.T, clean time.Duration) {
 	rng := rand.New(rand.NewSource(int64(clean) + 7))
 	book := workload.Generate(60, 600)
-	allocs := bookAllocations(book)
+	allocs := book.AllocationsByLease()
 	x := plan.NewIndex(book.Hosts, allocs, plan.WithCleaning(clean))
 	filters := testFilters(t)
 	hour := func(n int) time.Time { return workload.T0.Add(time.Duration(n) * time.Hour) }
@@ -82,7 +82,7 @@ func summaryEqualsSweep(t *testing.T, clean time.Duration) {
 // per filter, built once, and each gets the sweep's slots.
 func TestEarliestSlotsConcurrentSearchesShareSummary(t *testing.T) {
 	book := workload.Generate(50, 300)
-	x := plan.NewIndex(book.Hosts, bookAllocations(book), plan.WithCleaning(time.Hour))
+	x := plan.NewIndex(book.Hosts, book.AllocationsByLease(), plan.WithCleaning(time.Hour))
 	reqs := make([]plan.SlotRequest, 40)
 	for i := range reqs {
 		after := workload.T0.Add(time.Duration(i*37) * time.Hour)

@@ -51,16 +51,6 @@ func padWindow(w workload.Window, clean time.Duration) workload.Window {
 	return workload.Window{Start: w.Start, End: w.End.Add(clean)}
 }
 
-func bookAllocations(b *workload.Book) []climate.Allocation {
-	var out []climate.Allocation
-	for _, l := range b.Leases {
-		for _, r := range l.Reservations {
-			out = append(out, r.Allocations...)
-		}
-	}
-	return out
-}
-
 func filtered(t testing.TB) *query.Query {
 	a, err := query.Parse(workload.FilteredHypervisorProperties)
 	if err != nil {
@@ -139,8 +129,8 @@ func TestFreeHostsEqualBruteForce(t *testing.T) {
 	for _, scale := range []struct{ h, r, windows int }{{100, 1000, 300}, {1000, 10000, 100}} {
 		book := workload.Generate(scale.h, scale.r)
 		for _, clean := range []time.Duration{0, cleanings[1+rng.Intn(len(cleanings)-1)]} {
-			allocs := padAllocs(bookAllocations(book), clean)
-			x := plan.NewIndex(book.Hosts, bookAllocations(book), plan.WithCleaning(clean))
+			allocs := padAllocs(book.AllocationsByLease(), clean)
+			x := plan.NewIndex(book.Hosts, book.AllocationsByLease(), plan.WithCleaning(clean))
 			for _, q := range []*query.Query{nil, filtered(t)} {
 				for i, w := range workload.Windows(scale.windows) {
 					got := x.FreeHosts(request(q, w))
@@ -182,7 +172,7 @@ func TestRandomBookingsNeverOverlap(t *testing.T) {
 func randomBookingsNeverOverlap(t *testing.T, clean time.Duration) {
 	rng := rand.New(rand.NewSource(42))
 	book := workload.Generate(40, 200)
-	allocs := bookAllocations(book)
+	allocs := book.AllocationsByLease()
 	x := plan.NewIndex(book.Hosts, allocs, plan.WithCleaning(clean))
 	booked := 0
 	for i := 0; i < 3000; i++ {
@@ -234,10 +224,10 @@ func TestEarliestSlotsEqualBruteForce(t *testing.T) {
 		}
 		x := indexes[clean]
 		if x == nil {
-			x = plan.NewIndex(book.Hosts, bookAllocations(book), plan.WithCleaning(clean))
+			x = plan.NewIndex(book.Hosts, book.AllocationsByLease(), plan.WithCleaning(clean))
 			indexes[clean] = x
 		}
-		allocs := padAllocs(bookAllocations(book), clean)
+		allocs := padAllocs(book.AllocationsByLease(), clean)
 		var ends []time.Time
 		for _, a := range allocs {
 			ends = append(ends, a.End)
@@ -296,8 +286,8 @@ func TestTimelineEqualsBruteForce(t *testing.T) {
 
 func timelineEqualsBruteForce(t *testing.T, clean time.Duration) {
 	book := workload.Generate(100, 1000)
-	allocs := padAllocs(bookAllocations(book), clean)
-	x := plan.NewIndex(book.Hosts, bookAllocations(book), plan.WithCleaning(clean))
+	allocs := padAllocs(book.AllocationsByLease(), clean)
+	x := plan.NewIndex(book.Hosts, book.AllocationsByLease(), plan.WithCleaning(clean))
 	q := filtered(t)
 	from := workload.T0.Add(100*time.Hour + 30*time.Minute)
 	to := from.Add(10*24*time.Hour + 5*time.Hour)
@@ -320,13 +310,13 @@ func timelineEqualsBruteForce(t *testing.T, clean time.Duration) {
 // which the cache keeps under the empty key.
 func TestFilterWithoutKeyIsNotTheUnfilteredCache(t *testing.T) {
 	book := workload.Generate(100, 1000)
-	x := plan.NewIndex(book.Hosts, bookAllocations(book))
+	x := plan.NewIndex(book.Hosts, book.AllocationsByLease())
 	w := workload.Windows(1)[0]
 	all := x.FreeHosts(plan.HostRequest{Window: plan.Window{Start: w.Start, End: w.End}})
 	q := filtered(t)
 	r := plan.HostRequest{Window: plan.Window{Start: w.Start, End: w.End}, Match: func(h *climate.Host) bool { return q.Match(h.Property) }}
 	got := x.FreeHosts(r)
-	want := bruteFree(book, bookAllocations(book), q, w, "")
+	want := bruteFree(book, book.AllocationsByLease(), q, w, "")
 	if strings.Join(got, ",") != strings.Join(want, ",") || len(got) == len(all) {
 		t.Fatalf("filter without a key: %d free hosts, want %d (of %d unfiltered)", len(got), len(want), len(all))
 	}

@@ -29,7 +29,7 @@ func TestScarcePlacementEqualsScan(t *testing.T) {
 func scarceEqualsScan(t *testing.T, clean time.Duration) {
 	rng := rand.New(rand.NewSource(int64(clean) + 11))
 	book := workload.Generate(80, 800)
-	allocs := bookAllocations(book)
+	allocs := book.AllocationsByLease()
 	x := plan.NewIndex(book.Hosts, allocs, plan.WithCleaning(clean))
 	filters := testFilters(t)
 	hour := func(n int) time.Time { return workload.T0.Add(time.Duration(n) * time.Hour) }

@@ -25,7 +25,7 @@ func BenchmarkPlaceSlots(b *testing.B) {
 	yes, no := true, false
 	for _, h := range []int{1000, 5000} {
 		book := workload.GenerateInstances(h, 10*h)
-		x := plan.NewIndex(book.Hosts, bookAllocations(book))
+		x := plan.NewIndex(book.Hosts, book.AllocationsByLease())
 		reqs := workload.InstanceRequests(1000)
 		for _, kind := range []struct {
 			name     string

@@ -70,6 +70,18 @@ func (b *Book) Allocations() int {
 	return n
 }
 
+// AllocationsByLease returns the book's host allocations lease by lease, as the book holds
+// them.
+func (b *Book) AllocationsByLease() []climate.Allocation {
+	out := make([]climate.Allocation, 0, b.Allocations())
+	for _, l := range b.Leases {
+		for _, r := range l.Reservations {
+			out = append(out, r.Allocations...)
+		}
+	}
+	return out
+}
+
 // AllocationsByHost returns the book's host allocations in the order a store lists them
 // to a server building its availability index: by host id, then start, then id
 // (sqlcore's AllocationOrder).
