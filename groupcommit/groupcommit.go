@@ -39,18 +39,25 @@ type Queue[T Queued] struct {
 	// run runs a batch of live requests and answers each, but for those it returns,
 	// which go first in the writer's next batch.
 	run func(batch []T) (carried []T)
+
+	// share says how many writers take new requests (Limit); limiting serializes Limit.
+	share    atomic.Pointer[share]
+	limiting sync.Mutex
+	writers  int
 }
 
 // Start starts writers goroutines taking batches of at most max requests for run.
 // Submit returns closed once the queue is closed.
 func Start[T Queued](writers, max int, closed error, run func(batch []T) (carried []T)) *Queue[T] {
-	q := &Queue[T]{ch: make(chan T, max), closing: make(chan struct{}), stopped: make(chan struct{}), closed: closed, run: run}
+	q := &Queue[T]{ch: make(chan T, max), closing: make(chan struct{}), stopped: make(chan struct{}), closed: closed, run: run,
+		writers: writers}
+	q.share.Store(&share{limit: writers, changed: make(chan struct{})})
 	var running sync.WaitGroup
 	running.Add(writers)
-	for range writers {
+	for i := range writers {
 		go func() {
 			defer running.Done()
-			q.loop()
+			q.loop(i)
 		}()
 	}
 	go func() {
@@ -65,6 +72,45 @@ func Start[T Queued](writers, max int, closed error, run func(batch []T) (carrie
 func (q *Queue[T]) Close() {
 	q.closeOnce.Do(func() { close(q.closing) })
 	<-q.stopped
+}
+
+// share is how many writers take new requests; changed is closed when that changes.
+type share struct {
+	limit   int
+	changed chan struct{}
+}
+
+// Limit lets only n of the writers (at least one, at most all) take new requests: the
+// others finish what they hold and then wait, so requests queue for those at work and
+// make larger batches. That means fewer, larger transactions where every commit waits
+// for a lock the whole database shares (postgres/doc.go).
+func (q *Queue[T]) Limit(n int) {
+	q.limiting.Lock()
+	defer q.limiting.Unlock()
+	old := q.share.Swap(&share{limit: min(max(n, 1), q.writers), changed: make(chan struct{})})
+	close(old.changed)
+}
+
+// Limited returns how many writers take new requests.
+func (q *Queue[T]) Limited() int { return q.share.Load().limit }
+
+// take waits for a new request for writer i, while i is among the writers the limit
+// lets take them; ok is false once the queue closes.
+func (q *Queue[T]) take(i int) (r T, ok bool) {
+	for {
+		sh := q.share.Load()
+		wait := q.ch
+		if i >= sh.limit {
+			wait = nil // this writer idles until the limit changes
+		}
+		select {
+		case r = <-wait:
+			return r, true
+		case <-sh.changed:
+		case <-q.closing:
+			return r, false
+		}
+	}
 }
 
 // Waiting returns how many requests wait for a writer.
@@ -102,20 +148,21 @@ func (q *Queue[T]) Submit(r T) error {
 	return err
 }
 
-func (q *Queue[T]) loop() {
+// loop is writer i's. A writer runs the requests its last batch handed back whatever
+// the limit: no other writer has them.
+func (q *Queue[T]) loop(i int) {
 	var carried []T
 	max := cap(q.ch)
 	batch := make([]T, 0, max)
 	for {
 		batch = append(batch[:0], carried...)
 		if len(batch) == 0 {
-			select {
-			case r := <-q.ch:
-				batch = append(batch, r)
-			case <-q.closing:
+			r, ok := q.take(i)
+			if !ok {
 				q.refuseQueued()
 				return
 			}
+			batch = append(batch, r)
 		}
 	more:
 		for len(batch) < max {

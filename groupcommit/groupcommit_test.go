@@ -5,7 +5,9 @@ import (
 	"errors"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 )
 
 // req is a test request: run records the names of each batch it is given.
@@ -151,4 +153,98 @@ func TestCounts(t *testing.T) {
 	if w, n := c.Load(); w != 3 || n != 2 {
 		t.Errorf("Load: %d writes in %d transactions, want 3 in 2", w, n)
 	}
+}
+
+// Limit holds writers back: with three writers limited to one, a second request waits
+// in the queue while the first runs, until the limit is raised; Limit keeps to at least
+// one and at most the writers there are.
+func TestLimitHoldsWritersBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var running atomic.Int32
+		release := make(chan struct{})
+		q := Start(3, 1, errClosed, func(batch []*req) []*req {
+			running.Add(1)
+			<-release
+			running.Add(-1)
+			for _, r := range batch {
+				r.Answer(nil)
+			}
+			return nil
+		})
+		q.Limit(1)
+		synctest.Wait() // the writers above the limit see it before any request comes
+		var outs []<-chan error
+		for _, name := range []string{"a", "b", "c"} {
+			outs = append(outs, submit(q, context.Background(), name))
+		}
+		synctest.Wait()
+		if n := running.Load(); n != 1 {
+			t.Fatalf("limited to one writer: %d batches running", n)
+		}
+		q.Limit(2)
+		synctest.Wait()
+		if n := running.Load(); n != 2 {
+			t.Fatalf("limited to two writers: %d batches running", n)
+		}
+		close(release)
+		for _, out := range outs {
+			if err := <-out; err != nil {
+				t.Errorf("Submit: %v", err)
+			}
+		}
+		for n, want := range map[int]int{0: 1, 2: 2, 9: 3} {
+			if q.Limit(n); q.Limited() != want {
+				t.Errorf("Limit(%d): %d writers; want %d", n, q.Limited(), want)
+			}
+		}
+		q.Close()
+	})
+}
+
+// yieldingOnce returns a run that hands every request back once, the first time it
+// sees it, as a store does with a request that gave up its place for a lock, and
+// answers it the second time. Until release is closed, a first run waits for it.
+func yieldingOnce(release <-chan struct{}) func([]*req) []*req {
+	var mu sync.Mutex
+	seen := map[*req]bool{}
+	return func(batch []*req) (carried []*req) {
+		for _, r := range batch {
+			mu.Lock()
+			again := seen[r]
+			seen[r] = true
+			mu.Unlock()
+			if again {
+				r.Answer(nil)
+				continue
+			}
+			<-release
+			carried = append(carried, r)
+		}
+		return carried
+	}
+}
+
+// A writer that holds requests handed back runs them again at once, even when the limit
+// was lowered below it meanwhile: nothing else would, since no other writer has them.
+func TestCarriedRunAboveTheLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		q := Start(2, 1, errClosed, yieldingOnce(release))
+		defer q.Close()
+		a, b := submit(q, context.Background(), "a"), submit(q, context.Background(), "b")
+		synctest.Wait() // each writer runs one of them
+		q.Limit(1)
+		close(release)
+		synctest.Wait()
+		for name, out := range map[string]<-chan error{"a": a, "b": b} {
+			select {
+			case err := <-out:
+				if err != nil {
+					t.Errorf("%s: %v", name, err)
+				}
+			default:
+				t.Errorf("%s, handed back to the writer above the limit, was not run again", name)
+			}
+		}
+	})
 }

@@ -545,8 +545,14 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 		}
 	}
 	if onPostgres {
-		wg.Add(1)
+		wg.Add(2)
 		go func() { defer wg.Done(); maintainPostgres(ctx, pg, log) }()
+		go func() {
+			defer wg.Done()
+			pg.ShareWriters(ctx, replicaPeriod, func(writers, replicas int) {
+				log.Info("writers shared with the other replicas", "writers_at_once", writers, "replicas", replicas)
+			})
+		}()
 	}
 	var srv *http.Server
 	if runAPI {
@@ -630,6 +636,10 @@ const (
 	allocationLogKept   = 10000
 	maintenanceInterval = time.Minute
 )
+
+// replicaPeriod is how often a replica on PostgreSQL renews its row among the replicas
+// and divides the writers with the others (postgres.Store.ShareWriters).
+const replicaPeriod = 2 * time.Second
 
 // maintainPostgres does a round of maintenance every maintenanceInterval while this
 // replica leads, until ctx is done; then it resigns so another replica takes over at once.
