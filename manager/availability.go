@@ -39,6 +39,34 @@ func (m *Manager) view(ctx context.Context, fn func(*resource.View) error) error
 	return fn(m.avail)
 }
 
+// KeepFresh checks the index against the store every period in which nothing else did
+// (no request, no commit), until ctx ends. An idle replica's index then stays within a
+// period of what the other replicas and processes wrote: its next request neither waits
+// for a catch-up of all of it (a read the other planners queue behind, see refresh) nor
+// for a rebuild once the log was pruned past it, and with a period under trustIndexFor
+// it plans without the check's round trip (planView).
+func (m *Manager) KeepFresh(ctx context.Context, period time.Duration) {
+	ticker := time.NewTicker(period)
+	defer ticker.Stop()
+	m.keepFresh(ctx, ticker.C, period)
+}
+
+func (m *Manager) keepFresh(ctx context.Context, ticks <-chan time.Time, period time.Duration) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticks:
+		}
+		if time.Since(time.Unix(0, m.currentAt.Load())) < period {
+			continue // a request or a commit found it current meanwhile
+		}
+		if _, err := m.Warm(ctx); err != nil && ctx.Err() == nil {
+			m.cfg.Log.Debug("checking the availability index", "err", err) // the next request says so
+		}
+	}
+}
+
 // trustIndexFor is how long after the index was last known current a plan's first
 // attempt uses it without a check: its own commits catch it up (commitGated).
 // Under load every commit renews it, and the check's round trip is saved; an idle

@@ -447,3 +447,45 @@ func TestInFlightOverlapping(t *testing.T) {
 		t.Errorf("with nothing in flight: %v", got)
 	}
 }
+
+// KeepFresh leaves an idle manager's index alone while it was found current within the
+// period, and catches it up from the log (no rebuild) once a period passed unchecked:
+// the other manager's commit then reaches it with no request of its own.
+func TestKeepFreshCatchesAnIdleReplicaUp(t *testing.T) {
+	st := openReplicaStore(t)
+	clk := clock.NewFake(replicaT0)
+	a, b := New(st, clk, Config{}), New(st, clk, Config{})
+	hosts := replicaHosts(t, a, 3)
+	checkReplica(t, "b before", b, st, hosts)
+	mn, mx := 2, 2
+	if _, err := a.CreateLease(context.Background(), replicaMember, climate.LeaseRequest{Name: "l",
+		Start: climate.Date{Time: replicaT0.Add(time.Hour)}, End: climate.Date{Time: replicaT0.Add(3 * time.Hour)},
+		Reservations: []climate.ReservationRequest{{ResourceType: climate.ResourceTypeHost, Min: &mn, Max: &mx}}}); err != nil {
+		t.Fatal(err)
+	}
+	stored, _ := storeState(t, st)
+	// tick runs keepFresh with period for one tick: the second send returns once the loop
+	// is back waiting, so the first tick's work is done.
+	tick := func(period time.Duration) {
+		ctx, cancel := context.WithCancel(context.Background())
+		ticks, done := make(chan time.Time), make(chan struct{})
+		go func() { b.keepFresh(ctx, ticks, period); close(done) }()
+		ticks <- time.Now()
+		ticks <- time.Now()
+		cancel()
+		<-done
+	}
+	tick(time.Hour) // b's index was found current just now
+	if rev := revisionOf(b); rev == stored {
+		t.Fatalf("with b found current within the period, keepFresh caught it up (revision %d)", rev)
+	}
+	catchUps := b.catchUps.Load()
+	tick(0)
+	if rev := revisionOf(b); rev != stored {
+		t.Errorf("after a period unchecked, b's index is at revision %d, the store at %d", rev, stored)
+	}
+	if n := b.catchUps.Load() - catchUps; n != 1 {
+		t.Errorf("keepFresh brought b up to date with %d catch-ups, want 1", n)
+	}
+	checkReplica(t, "b after", b, st, hosts) // current, from the log: one build in all
+}

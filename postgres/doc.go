@@ -165,10 +165,12 @@
 // wrote among the hosts plans steer clear of until a later read brings it (side by side,
 // reads from the same revision brought each change many times over). A plan within a
 // second of that (manager.trustIndexFor) skips the view's revision check, so under load
-// an API creation is the write transaction's three round trips; an idle manager checks
-// first (four), and a plan another replica's commit made stale fails the re-check and is
-// made again on a checked view, as is a refusal. The answer names the hosts from the
-// planning view (climate.Lease.Names), with no read after the commit.
+// an API creation is the write transaction's three round trips. An idle API server checks
+// its index every half second (manager.KeepFresh), so it stays trusted there too; a
+// manager without that checks first (four). A plan another replica's commit made stale
+// fails the re-check and is made again on a checked view, as is a refusal. The answer
+// names the hosts from the planning view (climate.Lease.Names), with no read after the
+// commit.
 //
 // # The exclusion constraints
 //

@@ -567,6 +567,8 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 		} else {
 			log.Info("availability index built", "took", took.Round(time.Millisecond))
 		}
+		wg.Add(1)
+		go func() { defer wg.Done(); mgr.KeepFresh(ctx, keepIndexFresh) }()
 		ln, err := net.Listen("tcp", o.listen)
 		if err != nil {
 			return err
@@ -636,6 +638,11 @@ const (
 	allocationLogKept   = 10000
 	maintenanceInterval = time.Minute
 )
+
+// keepIndexFresh is how long an API server's availability index goes unchecked while no
+// request comes (manager.KeepFresh): under the second for which a plan trusts it, so an
+// idle replica's next request plans at once on an index at most this far behind.
+const keepIndexFresh = 500 * time.Millisecond
 
 // replicaPeriod is how often a replica on PostgreSQL renews its row among the replicas
 // and divides the writers with the others (postgres.Store.ShareWriters).
