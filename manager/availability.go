@@ -178,6 +178,7 @@ func (m *Manager) refresh(ctx context.Context, invRev, allocRev int64) error {
 	m.dropPendingBefore(a.Index.AllocationRevision)
 	m.mu.Unlock()
 	m.rebuilds.Add(1)
+	m.cfg.Observer.Refreshed(true)
 	m.freed.everything() // a rebuilt index may hide what was freed
 	return nil
 }
@@ -227,6 +228,7 @@ func (m *Manager) caughtUp(cur *resource.View, changes []climate.AllocationChang
 	defer m.mu.Unlock()
 	m.applyLocked(cur, changes, rev)
 	m.catchUps.Add(1)
+	m.cfg.Observer.Refreshed(false)
 }
 
 // pendingCommit is a commit of this manager that reached the store before an earlier one

@@ -25,6 +25,7 @@ type sumObserver struct{ planned, committed, conflicts atomic.Int64 }
 func (o *sumObserver) Planned(d time.Duration)   { o.planned.Add(int64(d)) }
 func (o *sumObserver) Committed(d time.Duration) { o.committed.Add(int64(d)) }
 func (o *sumObserver) Conflict()                 { o.conflicts.Add(1) }
+func (o *sumObserver) Refreshed(bool)            {}
 
 // BenchmarkCreateLeaseConcurrent times lease creations by 1 and 16 concurrent callers in
 // process (no HTTP) at H=5,000 / R=50,000 on SQLite and H=1,000 / R=10,000 on PostgreSQL

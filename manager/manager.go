@@ -119,6 +119,10 @@ type Observer interface {
 	// Conflict: a commit's re-check failed (climate.ErrConflictRetry: a concurrent write,
 	// or PostgreSQL's serialization or exclusion conflict); it is planned again.
 	Conflict()
+	// Refreshed: the availability index was brought up to what another process (or a
+	// host change) wrote: rebuilt whole from the store (the first build too), or caught
+	// up from the allocation log.
+	Refreshed(rebuilt bool)
 }
 
 type noObserver struct{}
@@ -126,6 +130,7 @@ type noObserver struct{}
 func (noObserver) Planned(time.Duration)   {}
 func (noObserver) Committed(time.Duration) {}
 func (noObserver) Conflict()               {}
+func (noObserver) Refreshed(bool)          {}
 
 // DefaultBeforeEnd is Blazar's default minutes_before_end_lease.
 const DefaultBeforeEnd = 60 * time.Minute

@@ -31,6 +31,7 @@ type Metrics struct {
 	requestDuration *prometheus.HistogramVec
 	plan, commit    prometheus.Histogram
 	conflicts       prometheus.Counter
+	refreshes       *prometheus.CounterVec
 	lateness        *prometheus.HistogramVec
 	events          *prometheus.CounterVec
 	deliveries      *prometheus.CounterVec
@@ -74,6 +75,10 @@ func New(extra ...prometheus.Collector) *Metrics {
 			Name: "climate_commit_conflicts_total",
 			Help: "Manager commits that lost a race (a concurrent write, or a PostgreSQL serialization or exclusion conflict) and were planned again.",
 		}),
+		refreshes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "climate_index_refreshes_total",
+			Help: "Times the availability index was brought up to what other processes or host changes wrote: caught up from the allocation log (catch_up) or rebuilt whole (rebuild, the first build included).",
+		}, []string{"how"}),
 		lateness: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "climate_event_lateness_seconds",
 			Help:    "How long after its due time the engine began handling an event, by event type.",
@@ -100,7 +105,7 @@ func New(extra ...prometheus.Collector) *Metrics {
 			Help: "Claims of another engine run taken over: lapsed claims claimed again, and a sole engine's dead predecessor's claims taken back at start.",
 		}),
 	}
-	m.reg.MustRegister(m.requests, m.requestDuration, m.plan, m.commit, m.conflicts, m.lateness, m.events,
+	m.reg.MustRegister(m.requests, m.requestDuration, m.plan, m.commit, m.conflicts, m.refreshes, m.lateness, m.events,
 		m.deliveries, m.failures, m.claims, m.takeovers,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(extra...)
@@ -110,6 +115,9 @@ func New(extra ...prometheus.Collector) *Metrics {
 		m.lateness.WithLabelValues(string(typ))
 		m.events.WithLabelValues(string(typ), "done")
 		m.events.WithLabelValues(string(typ), "error")
+	}
+	for _, how := range []string{"catch_up", "rebuild"} {
+		m.refreshes.WithLabelValues(how)
 	}
 	for _, kind := range []string{"log", "amqp", "webhook"} {
 		m.deliveries.WithLabelValues(kind)
@@ -159,10 +167,17 @@ func knownMethod(method string) string {
 	return "other"
 }
 
-// Planned, Committed and Conflict implement manager.Observer.
+// Planned, Committed, Conflict and Refreshed implement manager.Observer.
 func (m *Metrics) Planned(d time.Duration)   { m.plan.Observe(d.Seconds()) }
 func (m *Metrics) Committed(d time.Duration) { m.commit.Observe(d.Seconds()) }
 func (m *Metrics) Conflict()                 { m.conflicts.Inc() }
+func (m *Metrics) Refreshed(rebuilt bool) {
+	how := "catch_up"
+	if rebuilt {
+		how = "rebuild"
+	}
+	m.refreshes.WithLabelValues(how).Inc()
+}
 
 // EventHandled records an engine report (engine.Config.Observe).
 func (m *Metrics) EventHandled(r engine.Report) {

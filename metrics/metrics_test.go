@@ -260,3 +260,47 @@ func TestReadyzFailsWhenTheDatabaseIsClosed(t *testing.T) {
 		t.Fatalf("climate_ready: %v; want database 0", ok)
 	}
 }
+
+// A manager's index refreshes are counted by how: its first build is a rebuild, and
+// another manager's commit on the same store reaches it as a catch-up from the log.
+func TestIndexRefreshesCountedByHow(t *testing.T) {
+	st := openStore(t)
+	m := metrics.New()
+	ctx := context.Background()
+	writer, reader := manager.New(st, clock.NewFake(t0), manager.Config{}), manager.New(st, clock.NewFake(t0), manager.Config{Observer: m})
+	if _, err := writer.CreateHost(ctx, admin, map[string]string{"name": "h1"}); err != nil {
+		t.Fatal(err)
+	}
+	count := func(how string) float64 {
+		s := sample(family(t, m, "climate_index_refreshes_total"), map[string]string{"how": how})
+		if s == nil {
+			t.Fatalf("no climate_index_refreshes_total{how=%q}", how)
+		}
+		return s.GetCounter().GetValue()
+	}
+	for i, step := range []struct {
+		write            func() error
+		rebuild, catchUp float64
+	}{
+		{nil, 1, 0},
+		{func() error {
+			one := 1
+			_, err := writer.CreateLease(ctx, admin, climate.LeaseRequest{Name: "l",
+				Start: climate.Date{Time: t0.Add(time.Hour)}, End: climate.Date{Time: t0.Add(2 * time.Hour)},
+				Reservations: []climate.ReservationRequest{{ResourceType: climate.ResourceTypeHost, Min: &one, Max: &one}}})
+			return err
+		}, 1, 1},
+	} {
+		if step.write != nil {
+			if err := step.write(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := reader.Warm(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if r, c := count("rebuild"), count("catch_up"); r != step.rebuild || c != step.catchUp {
+			t.Errorf("step %d: %v rebuilds and %v catch-ups, want %v and %v", i, r, c, step.rebuild, step.catchUp)
+		}
+	}
+}
