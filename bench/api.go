@@ -122,6 +122,11 @@ type apiRunReport struct {
 	// Replans counts the run's commits that lost a race to a concurrent writer and were
 	// planned again (the servers' climate_commit_conflicts_total; absent with --url).
 	Replans *int `json:"replans,omitempty"`
+	// IndexCatchUps and IndexRebuilds count the run's refreshes of the servers'
+	// availability indexes to what the other replicas wrote: from the allocation log, or
+	// whole (the servers' climate_index_refreshes_total; absent with --url).
+	IndexCatchUps *int `json:"index_catch_ups,omitempty"`
+	IndexRebuilds *int `json:"index_rebuilds,omitempty"`
 	// WALPerRequestKiB is what PostgreSQL wrote to its WAL per answered request, the
 	// whole cluster's (absent on SQLite and with --url).
 	WALPerRequestKiB   *float64 `json:"wal_per_request_kib,omitempty"`
@@ -329,9 +334,9 @@ func (b *apiBench) runSet(ctx context.Context, l *serverLauncher, k, n int, o *A
 }
 
 // storeWrites are write counts from servers' /metrics: their writes, the database
-// transactions those took and, on PostgreSQL, those transactions' round trips; and their
-// commits planned again after losing a race.
-type storeWrites struct{ writes, transactions, roundTrips, replans float64 }
+// transactions those took and, on PostgreSQL, those transactions' round trips; their
+// commits planned again after losing a race; and their indexes' catch-ups and rebuilds.
+type storeWrites struct{ writes, transactions, roundTrips, replans, catchUps, rebuilds float64 }
 
 // serverWrites sums the write counts of the benchmark's own servers: nil with --url, or
 // when a server does not tell them (b.writesUnknown then says why).
@@ -343,7 +348,7 @@ func (b *apiBench) serverWrites(ctx context.Context) *storeWrites {
 	for _, base := range b.bases {
 		w, ok, err := b.writeCounts(ctx, base)
 		if err == nil && !ok {
-			err = errors.New("the server's /metrics has no climate_store_writes_total")
+			err = errors.New("the server's /metrics lacks climate_store_writes_total or climate_index_refreshes_total")
 		}
 		if err != nil {
 			b.writesUnknown = err
@@ -353,26 +358,30 @@ func (b *apiBench) serverWrites(ctx context.Context) *storeWrites {
 		sum.transactions += w.transactions
 		sum.roundTrips += w.roundTrips
 		sum.replans += w.replans
+		sum.catchUps += w.catchUps
+		sum.rebuilds += w.rebuilds
 	}
 	return &sum
 }
 
 // countWrites adds the servers' writes since before (serverWrites) to b.written: the
-// runs' creations and what the servers wrote of their own meanwhile. It returns the
-// commits planned again since before (nil when unknown).
-func (b *apiBench) countWrites(ctx context.Context, before *storeWrites) (replans *int) {
+// runs' creations and what the servers wrote of their own meanwhile. It sets run's
+// commits planned again and index refreshes since before (left nil when unknown).
+func (b *apiBench) countWrites(ctx context.Context, before *storeWrites, run *apiRunReport) {
 	if before == nil {
-		return nil
+		return
 	}
 	after := b.serverWrites(ctx)
 	if after == nil {
-		return nil
+		return
 	}
 	b.written.writes += after.writes - before.writes
 	b.written.transactions += after.transactions - before.transactions
 	b.written.roundTrips += after.roundTrips - before.roundTrips
-	n := int(after.replans - before.replans)
-	return &n
+	since := func(a, b float64) *int { n := int(a - b); return &n }
+	run.Replans = since(after.replans, before.replans)
+	run.IndexCatchUps = since(after.catchUps, before.catchUps)
+	run.IndexRebuilds = since(after.rebuilds, before.rebuilds)
 }
 
 // loadAPIBook loads the book of o into the SQLite database in dir or PostgreSQL at

@@ -105,7 +105,7 @@ func (b *apiBench) runAll(ctx context.Context, clients []int, replicas int, rep 
 		if err != nil {
 			return err
 		}
-		run.Replans = b.countWrites(ctx, writesBefore)
+		b.countWrites(ctx, writesBefore, run)
 		answered := run.Created + run.NoCapacity
 		if after, ok := b.cpuUsed(); ok && measured {
 			run.CPUPerRequestMS = after.since(before, answered)
@@ -327,8 +327,8 @@ func (b *apiBench) create(ctx context.Context, base string, i int, dryRun bool) 
 
 // writeCounts reads a server's climate_store_writes_total,
 // climate_store_write_transactions_total, climate_store_write_round_trips_total (none on
-// SQLite: zero) and climate_commit_conflicts_total from its /metrics; ok is false when
-// it has no write counts.
+// SQLite: zero), climate_commit_conflicts_total and climate_index_refreshes_total from
+// its /metrics; ok is false when it lacks the write counts or the refreshes.
 func (b *apiBench) writeCounts(ctx context.Context, base string) (w storeWrites, ok bool, err error) {
 	status, body, err := b.do(ctx, http.MethodGet, base+"/metrics", nil)
 	if err != nil {
@@ -350,6 +350,10 @@ func (b *apiBench) writeCounts(ctx context.Context, base string) (w storeWrites,
 			dest = &w.roundTrips
 		case "climate_commit_conflicts_total":
 			dest = &w.replans
+		case `climate_index_refreshes_total{how="catch_up"}`:
+			dest = &w.catchUps
+		case `climate_index_refreshes_total{how="rebuild"}`:
+			dest = &w.rebuilds
 		}
 		if dest == nil || !found {
 			continue
@@ -359,7 +363,8 @@ func (b *apiBench) writeCounts(ctx context.Context, base string) (w storeWrites,
 		}
 		seen[name] = true
 	}
-	return w, seen["climate_store_writes_total"] && seen["climate_store_write_transactions_total"], nil
+	return w, seen["climate_store_writes_total"] && seen["climate_store_write_transactions_total"] &&
+		seen[`climate_index_refreshes_total{how="catch_up"}`] && seen[`climate_index_refreshes_total{how="rebuild"}`], nil
 }
 
 func httpError(status int, body []byte) error {

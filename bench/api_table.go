@@ -144,13 +144,20 @@ func writeWAL(w io.Writer, runs []apiRunReport, replicas bool) {
 }
 
 // writeReplans prints how many of each run's commits lost a race to a concurrent writer
-// and were planned again, when the servers told.
+// and were planned again, and how many times the servers' indexes were caught up and
+// rebuilt, when the servers told.
 func writeReplans(w io.Writer, runs []apiRunReport, replicas bool) {
 	writeRunFigures(w, runs, replicas, "Commits planned again after losing a race to a concurrent writer (climate_commit_conflicts_total)", func(r apiRunReport) string {
 		if r.Replans == nil {
 			return ""
 		}
 		return strconv.Itoa(*r.Replans)
+	})
+	writeRunFigures(w, runs, replicas, "The servers' index refreshes to other replicas' commits, from the log and whole (climate_index_refreshes_total)", func(r apiRunReport) string {
+		if r.IndexCatchUps == nil || r.IndexRebuilds == nil {
+			return ""
+		}
+		return fmt.Sprintf("%d and %d", *r.IndexCatchUps, *r.IndexRebuilds)
 	})
 }
 

@@ -124,6 +124,10 @@ func TestBenchAPISubprocess(t *testing.T) {
 		if r.Replans == nil || *r.Replans < 0 {
 			t.Errorf("run of %d clients: re-plans %v, want the servers' count", r.Clients, r.Replans)
 		}
+		// One server: its own commits keep its index current, built once before the runs.
+		if r.IndexCatchUps == nil || r.IndexRebuilds == nil || *r.IndexCatchUps != 0 || *r.IndexRebuilds != 0 {
+			t.Errorf("run of %d clients: index catch-ups %v and rebuilds %v, want 0 and 0 on one server", r.Clients, r.IndexCatchUps, r.IndexRebuilds)
+		}
 	}
 	if serverCPU == 0 {
 		t.Error("the servers used no CPU time in 40 requests")
