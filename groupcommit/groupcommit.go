@@ -40,10 +40,9 @@ type Queue[T Queued] struct {
 	// which go first in the writer's next batch.
 	run func(batch []T) (carried []T)
 
-	// share says how many writers take new requests (Limit); limiting serializes Limit.
-	share    atomic.Pointer[share]
-	limiting sync.Mutex
-	writers  int
+	// share says how many of the writers take new requests (Limit).
+	share   atomic.Pointer[share]
+	writers int
 }
 
 // Start starts writers goroutines taking batches of at most max requests for run.
@@ -85,11 +84,12 @@ type share struct {
 // make larger batches. That means fewer, larger transactions where every commit waits
 // for a lock the whole database shares (postgres/doc.go).
 func (q *Queue[T]) Limit(n int) {
-	q.limiting.Lock()
-	defer q.limiting.Unlock()
 	old := q.share.Swap(&share{limit: min(max(n, 1), q.writers), changed: make(chan struct{})})
-	close(old.changed)
+	close(old.changed) // each share is swapped out once, so closed once
 }
+
+// Writers returns how many writers the queue has.
+func (q *Queue[T]) Writers() int { return q.writers }
 
 // Limited returns how many writers take new requests.
 func (q *Queue[T]) Limited() int { return q.share.Load().limit }

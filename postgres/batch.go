@@ -72,7 +72,6 @@ var errClosed = &climate.Error{Code: climate.CodeInternal, Err: errors.New("post
 
 // startWriters starts n writer goroutines.
 func (s *Store) startWriters(n int) {
-	s.writers = n
 	s.writes = groupcommit.Start(n, maxBatch, errClosed, s.commitBatch)
 }
 

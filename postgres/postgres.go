@@ -25,8 +25,7 @@ type Store struct {
 	// writes queues Updates for the writer goroutines (batch.go), one for each of the
 	// pool's connections but readConns, so writers waiting for a lock never take every
 	// connection away from Views.
-	writes  *groupcommit.Queue[*writeRequest]
-	writers int // the writer goroutines, of which ShareWriters may hold some back
+	writes *groupcommit.Queue[*writeRequest]
 	// own holds the server process ids of the pool's connections: WatchEvents passes over
 	// what they notify, which this process was told of as it committed.
 	own sync.Map

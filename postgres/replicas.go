@@ -22,7 +22,7 @@ func (s *Store) ShareWriters(ctx context.Context, period time.Duration, changed 
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		_, _ = s.pool.Exec(dctx, `DELETE FROM replicas WHERE instance = $1`, instance)
-		s.writes.Limit(s.writers)
+		s.writes.Limit(s.writes.Writers())
 	}()
 	tick := time.NewTicker(period)
 	defer tick.Stop()
@@ -58,6 +58,6 @@ func (s *Store) renewReplica(ctx context.Context, instance string, period time.D
 // shareWriters lets only this store's share of its writers among replicas take new
 // requests, and returns it.
 func (s *Store) shareWriters(replicas int) int {
-	s.writes.Limit(s.writers / max(replicas, 1))
+	s.writes.Limit(s.writes.Writers() / max(replicas, 1))
 	return s.writes.Limited()
 }
