@@ -217,6 +217,7 @@ func runAPI(ctx context.Context, o *APIOptions, stderr io.Writer) (*APIReport, e
 	b := newAPIBench(o, o.Requests)
 	defer b.client.CloseIdleConnections()
 	if o.Database != "" {
+		b.postgres = true
 		_, _, b.localDatabase, _ = databaseHost(o.Database)
 	}
 	rep := &APIReport{Server: o.URL, Type: o.Type, Kind: o.Kind}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,6 +31,7 @@ type apiBench struct {
 	// runs on this host, so its processes' CPU time is the database's.
 	pids          []string
 	localDatabase bool
+	postgres      bool // the servers' database is PostgreSQL (--database)
 	// written totals the servers' writes during the runs (countWrites), when they tell
 	// them; writesUnknown says why not.
 	written       storeWrites
@@ -145,8 +147,10 @@ type cpuUse struct {
 	servers, database, bench time.Duration
 	// serversIO is the servers' read and write calls so far (with hasServers).
 	serversIO IO
-	// hasServers and hasDatabase say which of the first two were measured.
-	hasServers, hasDatabase bool
+	// hasServers and hasDatabase say which of the first two were measured; allHere that
+	// the servers, their database (SQLite inside them, or PostgreSQL on this host) and
+	// this benchmark all run on this host.
+	hasServers, hasDatabase, allHere bool
 }
 
 // cpuPerRequest is the CPU time one request cost, in milliseconds: the servers' (absent
@@ -158,6 +162,10 @@ type cpuPerRequest struct {
 	// ServersIO is the servers' read and write calls and the KiB they wrote, per request
 	// (absent with --url).
 	ServersIO *ioPerRequest `json:"servers_io,omitempty"`
+	// CoresCeiling is the requests a second that this host's cores would answer at these
+	// CPU times if they did nothing else: cores / (servers + database + benchmark). Only
+	// when all three run here; a run that reaches it is bound by the CPU.
+	CoresCeiling *float64 `json:"cores_ceiling_per_second,omitempty"`
 }
 
 type ioPerRequest struct {
@@ -190,6 +198,7 @@ func (b *apiBench) cpuUsed() (u cpuUse, ok bool) {
 		u.database = postgresCPU()
 	}
 	u.hasServers, u.hasDatabase = len(b.pids) > 0, b.localDatabase
+	u.allHere = u.hasServers && (b.localDatabase || !b.postgres)
 	return u, true
 }
 
@@ -213,6 +222,10 @@ func (u cpuUse) since(before cpuUse, n int) *cpuPerRequest {
 	if u.hasDatabase {
 		v := ms(u.database - before.database)
 		c.Database = &v
+	}
+	if total := u.servers - before.servers + u.database - before.database + u.bench - before.bench; u.allHere && total > 0 {
+		v := round(float64(runtime.NumCPU())*float64(n)/total.Seconds(), 1)
+		c.CoresCeiling = &v
 	}
 	return c
 }

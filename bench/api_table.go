@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -190,9 +191,16 @@ func writeCPUTable(w io.Writer, runs []apiRunReport, replicas bool) {
 		}
 		return fmt.Sprintf("%.2f ms", *v)
 	}
-	writeRunsTable(w, runs, replicas, "CPU time per request, from /proc (PostgreSQL's when it runs on this host):",
-		"SERVERS\tPOSTGRESQL\tTHIS BENCHMARK", func(c *cpuPerRequest) string {
-			return fmt.Sprintf("%s\t%s\t%.2f ms", ms(c.Servers), ms(c.Database), c.Bench)
+	ceiling := func(v *float64) string {
+		if v == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.0f/s", *v)
+	}
+	writeRunsTable(w, runs, replicas, fmt.Sprintf("CPU time per request, from /proc (PostgreSQL's when it runs on this host), and the requests/s\n"+
+		"this host's %d cores would answer at those times if they did nothing else (when everything runs here):", runtime.NumCPU()),
+		"SERVERS\tPOSTGRESQL\tTHIS BENCHMARK\tCORES' CEILING", func(c *cpuPerRequest) string {
+			return fmt.Sprintf("%s\t%s\t%.2f ms\t%s", ms(c.Servers), ms(c.Database), c.Bench, ceiling(c.CoresCeiling))
 		})
 	writeRunsTable(w, runs, replicas, "The servers' system calls per request, from /proc/PID/io (files and sockets; the machine's load does not move them):",
 		"READ CALLS\tWRITE CALLS\tWRITTEN", func(c *cpuPerRequest) string {

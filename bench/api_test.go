@@ -121,6 +121,11 @@ func TestBenchAPISubprocess(t *testing.T) {
 			t.Errorf("run of %d clients: the servers' I/O per request %+v, want a request read, an answer and a WAL page written", r.Clients, io)
 		}
 		serverCPU += *r.CPUPerRequestMS.Servers
+		// The CPU the run used cannot exceed what the cores had over its time, so its
+		// rate cannot exceed the ceiling (give or take /proc's clock ticks).
+		if c := r.CPUPerRequestMS.CoresCeiling; c == nil || r.RequestsPerSecond > 1.5**c {
+			t.Errorf("run of %d clients: %.1f requests/s over a cores' ceiling of %v/s", r.Clients, r.RequestsPerSecond, c)
+		}
 		if r.Replans == nil || *r.Replans < 0 {
 			t.Errorf("run of %d clients: re-plans %v, want the servers' count", r.Clients, r.Replans)
 		}

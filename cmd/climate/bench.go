@@ -142,7 +142,9 @@ run created are deleted after it (untimed), so that runs differ only in their cl
 servers, not in how full the book is (a refusal costs less than a creation). Reported per
 client count: median and p99 latency, creations per second, and how many requests got 201
 (created) and 409 (not enough free hosts); the CPU time each request cost the servers,
-PostgreSQL (when it runs on this host) and the benchmark, read from /proc, and the servers'
+PostgreSQL (when it runs on this host) and the benchmark, read from /proc, with the
+requests/s this host's cores would answer at those times if they did nothing else (the
+cores' ceiling: a run near it is bound by the CPU; shown when everything runs here), the servers'
 read and write system calls and bytes written per request (/proc/PID/io: files and
 sockets, figures the machine's noise does not move); on PostgreSQL the WAL written per
 request (the whole cluster's, from pg_current_wal_insert_lsn: a figure
