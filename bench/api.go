@@ -217,8 +217,8 @@ func runAPI(ctx context.Context, o *APIOptions, stderr io.Writer) (*APIReport, e
 	b := newAPIBench(o, o.Requests)
 	defer b.client.CloseIdleConnections()
 	if o.Database != "" {
-		b.postgres = true
 		_, _, b.localDatabase, _ = databaseHost(o.Database)
+		b.remoteDatabase = !b.localDatabase
 	}
 	rep := &APIReport{Server: o.URL, Type: o.Type, Kind: o.Kind}
 	if o.URL != "" {

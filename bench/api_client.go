@@ -31,7 +31,8 @@ type apiBench struct {
 	// runs on this host, so its processes' CPU time is the database's.
 	pids          []string
 	localDatabase bool
-	postgres      bool // the servers' database is PostgreSQL (--database)
+	// remoteDatabase says PostgreSQL runs on another host, whose CPU time is not read.
+	remoteDatabase bool
 	// written totals the servers' writes during the runs (countWrites), when they tell
 	// them; writesUnknown says why not.
 	written       storeWrites
@@ -198,7 +199,7 @@ func (b *apiBench) cpuUsed() (u cpuUse, ok bool) {
 		u.database = postgresCPU()
 	}
 	u.hasServers, u.hasDatabase = len(b.pids) > 0, b.localDatabase
-	u.allHere = u.hasServers && (b.localDatabase || !b.postgres)
+	u.allHere = u.hasServers && !b.remoteDatabase
 	return u, true
 }
 
@@ -350,34 +351,38 @@ func (b *apiBench) writeCounts(ctx context.Context, base string) (w storeWrites,
 	if status != http.StatusOK {
 		return w, false, fmt.Errorf("reading /metrics: %w", httpError(status, body))
 	}
-	seen := map[string]bool{}
+	// Each series read, and whether the server must have it (round trips are PostgreSQL's).
+	series := map[string]struct {
+		dest     *float64
+		required bool
+	}{
+		"climate_store_writes_total":                    {&w.writes, true},
+		"climate_store_write_transactions_total":        {&w.transactions, true},
+		"climate_store_write_round_trips_total":         {&w.roundTrips, false},
+		"climate_commit_conflicts_total":                {&w.replans, false},
+		`climate_index_refreshes_total{how="catch_up"}`: {&w.catchUps, true},
+		`climate_index_refreshes_total{how="rebuild"}`:  {&w.rebuilds, true},
+	}
+	missing := 0
+	for _, sr := range series {
+		if sr.required {
+			missing++
+		}
+	}
 	for _, line := range strings.Split(string(body), "\n") {
 		name, value, found := strings.Cut(line, " ")
-		var dest *float64
-		switch name {
-		case "climate_store_writes_total":
-			dest = &w.writes
-		case "climate_store_write_transactions_total":
-			dest = &w.transactions
-		case "climate_store_write_round_trips_total":
-			dest = &w.roundTrips
-		case "climate_commit_conflicts_total":
-			dest = &w.replans
-		case `climate_index_refreshes_total{how="catch_up"}`:
-			dest = &w.catchUps
-		case `climate_index_refreshes_total{how="rebuild"}`:
-			dest = &w.rebuilds
-		}
-		if dest == nil || !found {
+		sr, known := series[name]
+		if !known || !found {
 			continue
 		}
-		if *dest, err = strconv.ParseFloat(value, 64); err != nil {
+		if *sr.dest, err = strconv.ParseFloat(value, 64); err != nil {
 			return w, false, fmt.Errorf("reading /metrics: %s: %w", name, err)
 		}
-		seen[name] = true
+		if sr.required {
+			missing--
+		}
 	}
-	return w, seen["climate_store_writes_total"] && seen["climate_store_write_transactions_total"] &&
-		seen[`climate_index_refreshes_total{how="catch_up"}`] && seen[`climate_index_refreshes_total{how="rebuild"}`], nil
+	return w, missing == 0, nil
 }
 
 func httpError(status int, body []byte) error {
