@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"climate"
@@ -9,15 +10,18 @@ import (
 
 // ShareWriters divides the writers between the replicas that call it: every period it
 // renews this store's row in replicas and counts the replicas seen in the last three
-// periods, and lets only its writers over that count (at least one) take new requests, so
-// that the installation keeps about as many at work as one replica has (four by default,
-// defaultMaxConns). One writer each, three replicas made 286 creations/s on loopback
-// against 222/s with four each, and as many behind a 1 ms round trip (the README's
-// eleventh session): fewer writers make fewer, larger transactions, and each commit waits
-// for the stamp anyway. changed, if not nil, is told each new share. ShareWriters returns
-// when ctx is done, after removing the row and giving the store back all its writers.
-func (s *Store) ShareWriters(ctx context.Context, period time.Duration, changed func(writers, replicas int)) {
+// periods, and, while the database is near, lets only its writers over that count (at
+// least one) take new requests, so that the installation keeps about as many at work as
+// one replica has (four by default, defaultMaxConns). One writer each, three replicas
+// made 286 creations/s on loopback against 222/s with four each, and as many behind a
+// 1 ms round trip (the README's eleventh session): fewer writers make fewer, larger
+// transactions, and each commit waits for the stamp anyway. A database farther than
+// farDatabase is not shared (shareWriters). changed, if not nil, is told each new share
+// and the round trip it was decided on. ShareWriters returns when ctx is done, after
+// removing the row and giving the store back all its writers.
+func (s *Store) ShareWriters(ctx context.Context, period time.Duration, changed func(writers, replicas int, roundTrip time.Duration)) {
 	instance, last := climate.NewID(), 0
+	var trips roundTrips
 	defer func() {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
@@ -27,9 +31,12 @@ func (s *Store) ShareWriters(ctx context.Context, period time.Duration, changed 
 	tick := time.NewTicker(period)
 	defer tick.Stop()
 	for {
+		if rtt, err := s.roundTrip(ctx); err == nil {
+			trips.add(rtt)
+		}
 		if replicas, err := s.renewReplica(ctx, instance, period); err == nil {
-			if w := s.shareWriters(replicas); w != last && changed != nil {
-				changed(w, replicas)
+			if w := s.shareWriters(replicas, trips.min()); w != last && changed != nil {
+				changed(w, replicas, trips.min())
 				last = w
 			}
 		}
@@ -55,9 +62,64 @@ func (s *Store) renewReplica(ctx context.Context, instance string, period time.D
 	return others + 1, dbError(err)
 }
 
+// farDatabase is the round trip from which a replica keeps all its writers at work
+// instead of its share. Far from the database a transaction's time is its round trips,
+// during which it holds nothing the others wait for, so the writers a replica gives up
+// are throughput lost rather than commits queued on the stamp. Behind a 10 ms round
+// trip (bench api --database-delay, H=1,000, 16 clients) three replicas made 110/s
+// sharing and 255–269/s not, against 125–131/s for one; behind 3 ms, 340/s and 378/s;
+// behind 1 ms, where the project's two cores bind, sharing won, 432–451/s against
+// 375–416/s. The line is well above a near database's round trip: on the project's
+// loaded 2-core machine a ping on loopback took up to 4 ms (the fastest of a few stays
+// far below).
+const farDatabase = 5 * time.Millisecond
+
 // shareWriters lets only this store's share of its writers among replicas take new
-// requests, and returns it.
-func (s *Store) shareWriters(replicas int) int {
+// requests, or all of them when the database's round trip is farDatabase or more, and
+// returns how many it lets.
+func (s *Store) shareWriters(replicas int, roundTrip time.Duration) int {
+	if roundTrip >= farDatabase {
+		replicas = 1
+	}
 	s.writes.Limit(s.writes.Writers() / max(replicas, 1))
 	return s.writes.Limited()
+}
+
+// roundTrip times a few round trips to the database on a pooled connection (not the
+// wait for one) and returns the fastest.
+func (s *Store) roundTrip(ctx context.Context) (time.Duration, error) {
+	c, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return 0, dbError(err)
+	}
+	defer c.Release()
+	var trips roundTrips
+	for range 3 {
+		start := time.Now()
+		if err := c.Ping(ctx); err != nil {
+			return 0, dbError(err)
+		}
+		trips.add(time.Since(start))
+	}
+	return trips.min(), nil
+}
+
+// roundTrips keeps the last few round trips timed. Their fastest is the distance to the
+// database: a slower one waited for something else too (a busy server or client CPU).
+type roundTrips struct {
+	last [5]time.Duration
+	n    int
+}
+
+func (r *roundTrips) add(d time.Duration) {
+	r.last[r.n%len(r.last)] = d
+	r.n++
+}
+
+// min returns the fastest of the round trips kept; 0 when none is.
+func (r *roundTrips) min() time.Duration {
+	if r.n == 0 {
+		return 0
+	}
+	return slices.Min(r.last[:min(r.n, len(r.last))])
 }

@@ -549,8 +549,9 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 		go func() { defer wg.Done(); maintainPostgres(ctx, pg, log) }()
 		go func() {
 			defer wg.Done()
-			pg.ShareWriters(ctx, replicaPeriod, func(writers, replicas int) {
-				log.Info("writers shared with the other replicas", "writers_at_once", writers, "replicas", replicas)
+			pg.ShareWriters(ctx, replicaPeriod, func(writers, replicas int, roundTrip time.Duration) {
+				log.Info("writers shared with the other replicas", "writers_at_once", writers, "replicas", replicas,
+					"database_round_trip", roundTrip.Round(time.Microsecond).String())
 			})
 		}()
 	}
@@ -644,8 +645,9 @@ const (
 // idle replica's next request plans at once on an index at most this far behind.
 const keepIndexFresh = 500 * time.Millisecond
 
-// replicaPeriod is how often a replica on PostgreSQL renews its row among the replicas
-// and divides the writers with the others (postgres.Store.ShareWriters).
+// replicaPeriod is how often a replica on PostgreSQL renews its row among the replicas,
+// times a round trip to the database and divides the writers with the others while the
+// database is near (postgres.Store.ShareWriters).
 const replicaPeriod = 2 * time.Second
 
 // maintainPostgres does a round of maintenance every maintenanceInterval while this
