@@ -120,7 +120,9 @@
 // but four kept for reads, so writers waiting for locks never take every connection away
 // from Views. The pool's default size, eight, leaves four writers a process: more would
 // only queue on the commit stamp, where a wait costs PostgreSQL far more (defaultMaxConns
-// gives the figures); pool_max_conns in the URL sets it. The stamp is the installation's,
+// gives the figures); pool_max_conns in the URL sets it. A database farDatabase or more
+// away as the store opens gets twelve, eight writers (farMaxConns): there round trips,
+// not the stamp, bound the writers. The stamp is the installation's,
 // so the replicas that serve share their writers (ShareWriters, replicas.go): each counts
 // the others through the replicas table and lets only its writers over that count take
 // new Updates, so the waiting Updates make larger batches for the writers at work. A

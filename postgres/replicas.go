@@ -5,6 +5,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"climate"
 )
 
@@ -31,7 +33,7 @@ func (s *Store) ShareWriters(ctx context.Context, period time.Duration, changed 
 	tick := time.NewTicker(period)
 	defer tick.Stop()
 	for {
-		if rtt, err := s.roundTrip(ctx); err == nil {
+		if rtt, err := fastestRoundTrip(ctx, s.pool); err == nil {
 			trips.add(rtt)
 		}
 		if replicas, err := s.renewReplica(ctx, instance, period); err == nil {
@@ -62,8 +64,8 @@ func (s *Store) renewReplica(ctx context.Context, instance string, period time.D
 	return others + 1, dbError(err)
 }
 
-// farDatabase is the round trip from which a replica keeps all its writers at work
-// instead of its share. Far from the database a transaction's time is its round trips,
+// farDatabase is the round trip from which a store opens more writers (farMaxConns) and
+// a replica keeps all its writers at work instead of its share. Far from the database a transaction's time is its round trips,
 // during which it holds nothing the others wait for, so the writers a replica gives up
 // are throughput lost rather than commits queued on the stamp. Behind a 10 ms round
 // trip (bench api --database-delay, H=1,000, 16 clients) three replicas made 110/s
@@ -85,10 +87,10 @@ func (s *Store) shareWriters(replicas int, roundTrip time.Duration) int {
 	return s.writes.Limited()
 }
 
-// roundTrip times a few round trips to the database on a pooled connection (not the
-// wait for one) and returns the fastest.
-func (s *Store) roundTrip(ctx context.Context) (time.Duration, error) {
-	c, err := s.pool.Acquire(ctx)
+// fastestRoundTrip times a few round trips to the database on a pooled connection (not
+// the wait for one) and returns the fastest.
+func fastestRoundTrip(ctx context.Context, pool *pgxpool.Pool) (time.Duration, error) {
+	c, err := pool.Acquire(ctx)
 	if err != nil {
 		return 0, dbError(err)
 	}

@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"net"
+	"net/url"
 	"testing"
 	"time"
 )
@@ -87,4 +89,78 @@ func TestRoundTripsFastestOfTheLast(t *testing.T) {
 			t.Errorf("step %d: after %v, distance %v; want %v", i, step.add, got, step.want)
 		}
 	}
+}
+
+// A store whose database is far (here a proxy that holds each chunk it passes on for 3
+// ms, so a round trip takes over 6) opens more writers, and keeps them all however many
+// replicas share it; one on loopback opens the default pool.
+func TestFarDatabaseGetsMoreWriters(t *testing.T) {
+	dsn := TestDSN(t)
+	near := open(t, dsn)
+	if got := near.pool.Config().MaxConns; got != defaultMaxConns {
+		t.Errorf("on loopback: a pool of %d; want %d", got, defaultMaxConns)
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Host = delayingProxy(t, u.Host, 3*time.Millisecond)
+	far := open(t, u.String())
+	if got, writers := far.pool.Config().MaxConns, far.writes.Writers(); got != farMaxConns || writers != farMaxConns-readConns {
+		t.Errorf("3 ms each way: a pool of %d with %d writers; want %d with %d", got, writers, farMaxConns, farMaxConns-readConns)
+	}
+	rtt, err := fastestRoundTrip(ctx, far.pool)
+	if err != nil || rtt < farDatabase {
+		t.Fatalf("through the proxy a round trip took %v, %v; want at least %v", rtt, err, farDatabase)
+	}
+	if w := far.shareWriters(3, rtt); w != farMaxConns-readConns {
+		t.Errorf("3 replicas of a far database: %d writers at once; want all %d", w, farMaxConns-readConns)
+	}
+	sized := open(t, u.String()+"&pool_max_conns=6")
+	if got := sized.pool.Config().MaxConns; got != 6 {
+		t.Errorf("pool_max_conns=6, far: a pool of %d; want 6", got)
+	}
+}
+
+// delayingProxy forwards connections to target, holding each chunk read for delay
+// before passing it on, and returns its address.
+func delayingProxy(t *testing.T, target string, delay time.Duration) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	pass := func(dst, src net.Conn) {
+		defer dst.Close()
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := src.Read(buf)
+			if n > 0 {
+				time.Sleep(delay) // the simulated distance, not a wait for an event
+				if _, werr := dst.Write(buf[:n]); werr != nil {
+					return
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			d, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			go pass(d, c)
+			go pass(c, d)
+		}
+	}()
+	return l.Addr().String()
 }
