@@ -65,15 +65,15 @@ func (s *Store) renewReplica(ctx context.Context, instance string, period time.D
 }
 
 // farDatabase is the round trip from which a store opens more writers (farMaxConns) and
-// a replica keeps all its writers at work instead of its share. Far from the database a transaction's time is its round trips,
-// during which it holds nothing the others wait for, so the writers a replica gives up
-// are throughput lost rather than commits queued on the stamp. Behind a 10 ms round
-// trip (bench api --database-delay, H=1,000, 16 clients) three replicas made 110/s
-// sharing and 255–269/s not, against 125–131/s for one; behind 3 ms, 340/s and 378/s;
-// behind 1 ms, where the project's two cores bind, sharing won, 432–451/s against
-// 375–416/s. The line is well above a near database's round trip: on the project's
-// loaded 2-core machine a ping on loopback took up to 4 ms (the fastest of a few stays
-// far below).
+// a replica keeps all its writers at work instead of its share. Far from the database a
+// transaction's time is its round trips, during which it holds nothing the others wait
+// for, so the writers a replica gives up are throughput lost rather than commits queued
+// on the stamp. Behind a 10 ms round trip (bench api --database-delay, H=1,000, 16
+// clients) three replicas made 110/s sharing and 255–269/s not, against 125–131/s for
+// one; behind 3 ms, 340/s and 378/s; behind 1 ms, where the project's two cores bind,
+// sharing won, 432–451/s against 375–416/s. The line is well above a near database's
+// round trip: on the project's loaded 2-core machine a ping on loopback took up to 4 ms
+// (the fastest of a few stays far below).
 const farDatabase = 5 * time.Millisecond
 
 // shareWriters lets only this store's share of its writers among replicas take new
