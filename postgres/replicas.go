@@ -37,8 +37,9 @@ func (s *Store) ShareWriters(ctx context.Context, period time.Duration, changed 
 			trips.add(rtt)
 		}
 		if replicas, err := s.renewReplica(ctx, instance, period); err == nil {
-			if w := s.shareWriters(replicas, trips.min()); w != last && changed != nil {
-				changed(w, replicas, trips.min())
+			rtt := trips.min()
+			if w := s.shareWriters(replicas, rtt); w != last && changed != nil {
+				changed(w, replicas, rtt)
 				last = w
 			}
 		}
