@@ -121,7 +121,7 @@
 // from Views. The pool's default size, eight, leaves four writers a process: more would
 // only queue on the commit stamp, where a wait costs PostgreSQL far more (defaultMaxConns
 // gives the figures); pool_max_conns in the URL sets it. A database farDatabase or more
-// away as the store opens gets twelve, eight writers (farMaxConns): there round trips,
+// away as the store opens gets twenty, sixteen writers (farMaxConns): there round trips,
 // not the stamp, bound the writers. The stamp is the installation's,
 // so the replicas that serve share their writers (ShareWriters, replicas.go): each counts
 // the others through the replicas table and lets only its writers over that count take

@@ -102,13 +102,15 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 const defaultMaxConns = 8
 
 // farMaxConns is the pool's size when the URL sets none and the database is far
-// (farDatabase, timed as the store opens): eight writers. There a transaction's time is
-// its round trips, during which it holds nothing the others wait for, so more writers
-// are more throughput: behind a 10 ms round trip one replica at 16 clients made 202/s
-// with eight writers and 276/s with twelve, against 122–129/s with four (the README's
-// fourteenth session); eight keep a few replicas' pools within PostgreSQL's default of
-// 100 connections.
-const farMaxConns = readConns + 8
+// (farDatabase, timed as the store opens): sixteen writers. There a transaction's time is
+// its round trips, during which it holds nothing the others wait for, so a request needs
+// a writer of its own more than a place in a batch: a batch runs its requests' round
+// trips one after another, and a writer that found eight requests waiting kept them all
+// for 17 round trips. Behind a 10 ms round trip one replica at 16 clients made 122–129/s
+// with four writers, 202–235/s with eight and 295–351/s with sixteen (the README's
+// fifteenth session). The pool opens connections as writers need them; three replicas'
+// pools, 60 at most, stay within PostgreSQL's default of 100 connections.
+const farMaxConns = readConns + 16
 
 // readConns is how many of the pool's connections are kept from writers for Views.
 const readConns = 4
