@@ -93,7 +93,7 @@ func newServeCmd() *cobra.Command {
 		Long: `Run Climate: the Blazar-compatible REST API and the event engine that starts and ends
 leases on time, on an embedded SQLite database in the data directory, or on PostgreSQL
 (--database postgres://…) so that several replicas can share one database. The URL's
-pool_max_conns sets the connection pool (default 8, or 12 when the database is 5 ms or more
+pool_max_conns sets the connection pool (default 8, or 20 when the database is 5 ms or more
 away): four connections are kept for reads and each of the others has a writer that
 commits the writes waiting for it together (group commit); replicas with a database
 nearer than 5 ms divide the writers between them, so that fewer, larger batches commit.
