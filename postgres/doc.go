@@ -128,7 +128,8 @@
 // new Updates, so the waiting Updates make larger batches for the writers at work. A
 // database farDatabase (5 ms) or more away is not shared: there round trips, not the
 // stamp, bound the writers, and a replica that gave some up would lose their throughput
-// (behind 10 ms three sharing replicas made fewer creations than one).
+// (behind 10 ms three sharing replicas made fewer creations than one); only beyond three
+// replicas does each keep fewer at work (farWriters), to bound their connections.
 //
 // # Group commit
 //

@@ -18,7 +18,7 @@ import (
 // made 286 creations/s on loopback against 222/s with four each, and as many behind a
 // 1 ms round trip (the README's eleventh session): fewer writers make fewer, larger
 // transactions, and each commit waits for the stamp anyway. A database farther than
-// farDatabase is not shared (shareWriters). changed, if not nil, is told each new share
+// farDatabase is not shared, but for a bound on all the replicas' writers (farWriters). changed, if not nil, is told each new share
 // and the round trip it was decided on. ShareWriters returns when ctx is done, after
 // removing the row and giving the store back all its writers.
 func (s *Store) ShareWriters(ctx context.Context, period time.Duration, changed func(writers, replicas int, roundTrip time.Duration)) {
@@ -77,14 +77,26 @@ func (s *Store) renewReplica(ctx context.Context, instance string, period time.D
 // (the fastest of a few stays far below).
 const farDatabase = 5 * time.Millisecond
 
+// farWriters is how many writers the replicas of a far database keep at work in all:
+// three replicas' sixteen each (farMaxConns). Beyond three, each keeps its part but at
+// least farMinWriters: four replicas keep twelve each, five nine, six or more eight, so
+// that up to eight replicas' connections (their writers' and four each for reads) stay
+// within PostgreSQL's default of 100.
+const (
+	farWriters    = 3 * (farMaxConns - readConns)
+	farMinWriters = 8
+)
+
 // shareWriters lets only this store's share of its writers among replicas take new
-// requests, or all of them when the database's round trip is farDatabase or more, and
-// returns how many it lets.
+// requests, or, when the database's round trip is farDatabase or more, its part of
+// farWriters; it returns how many it lets.
 func (s *Store) shareWriters(replicas int, roundTrip time.Duration) int {
+	replicas = max(replicas, 1)
 	if roundTrip >= farDatabase {
-		replicas = 1
+		s.writes.Limit(max(farMinWriters, farWriters/replicas))
+	} else {
+		s.writes.Limit(s.writes.Writers() / replicas)
 	}
-	s.writes.Limit(s.writes.Writers() / max(replicas, 1))
 	return s.writes.Limited()
 }
 

@@ -92,8 +92,8 @@ func TestRoundTripsFastestOfTheLast(t *testing.T) {
 }
 
 // A store whose database is far (here a proxy that holds each chunk it passes on for 3
-// ms, so a round trip takes over 6) opens more writers, and keeps them all however many
-// replicas share it; one on loopback opens the default pool.
+// ms, so a round trip takes over 6) opens more writers, and keeps them all beside up to
+// two other replicas, fewer beside more; one on loopback opens the default pool.
 func TestFarDatabaseGetsMoreWriters(t *testing.T) {
 	dsn := TestDSN(t)
 	near := open(t, dsn)
@@ -113,8 +113,12 @@ func TestFarDatabaseGetsMoreWriters(t *testing.T) {
 	if err != nil || rtt < farDatabase {
 		t.Fatalf("through the proxy a round trip took %v, %v; want at least %v", rtt, err, farDatabase)
 	}
-	if w := far.shareWriters(3, rtt); w != farMaxConns-readConns {
-		t.Errorf("3 replicas of a far database: %d writers at once; want all %d", w, farMaxConns-readConns)
+	for _, share := range []struct{ replicas, writers int }{
+		{1, farMaxConns - readConns}, {3, farMaxConns - readConns}, {4, 12}, {5, 9}, {6, farMinWriters}, {12, farMinWriters},
+	} {
+		if w := far.shareWriters(share.replicas, rtt); w != share.writers {
+			t.Errorf("%d replicas of a far database: %d writers at once; want %d", share.replicas, w, share.writers)
+		}
 	}
 	sized := open(t, u.String()+"&pool_max_conns=6")
 	if got := sized.pool.Config().MaxConns; got != 6 {
