@@ -80,8 +80,9 @@ const farDatabase = 5 * time.Millisecond
 // farWriters is how many writers the replicas of a far database keep at work in all:
 // three replicas' sixteen each (farMaxConns). Beyond three, each keeps its part but at
 // least farMinWriters: four replicas keep twelve each, five nine, six or more eight, so
-// that up to eight replicas' connections (their writers' and four each for reads) stay
-// within PostgreSQL's default of 100.
+// that up to eight replicas' writers, with four connections each for reads, stay within
+// PostgreSQL's default of 100 (reads may take more of a pool whose writers are idle: the
+// README tells operators of many replicas to size the pool).
 const (
 	farWriters    = 3 * (farMaxConns - readConns)
 	farMinWriters = 8
