@@ -752,7 +752,9 @@ func (m *Manager) DeleteLease(ctx context.Context, who climate.Identity, id stri
 		return err
 	}
 	m.deleteTrust(deleted)
-	m.eventsChanged(nil)
+	// Deleting can only put events off: an engine asleep until before the lease's
+	// earliest event sleeps on (it used to be woken to claim nothing, after every deletion).
+	m.eventsChanged(deleted)
 	m.WakeRetries() // what it held may let a waiting lease in
 	m.notified()
 	return nil

@@ -88,9 +88,10 @@ type Config struct {
 	// least this (and the cleaning time) away, and a preemptible lease holds each host at
 	// least this long.
 	PreemptionNotice time.Duration
-	// EventsChanged, when set, is called after a commit that added or moved events, with
-	// the earliest of them still to fire (zero when not known), so the engine can wake up
-	// before its timer if an event is now due earlier (engine.Engine.WakeFor).
+	// EventsChanged, when set, is called after a commit that added, moved or removed
+	// events, with the earliest of them still to fire (zero when not known), so the
+	// engine can wake up before its timer if an event is now due earlier, or what it
+	// slept for is gone (engine.Engine.WakeFor).
 	EventsChanged func(earliest time.Time)
 	// Notified, when set, is called after a commit that wrote notifications to the outbox,
 	// so the delivery worker sends them at once.
@@ -169,6 +170,7 @@ func leaseTarget(l *climate.Lease) climate.Target {
 // now returns the current time at the store's precision.
 func (m *Manager) now() time.Time { return m.clock.Now().UTC().Truncate(time.Microsecond) }
 
+// eventsChanged tells EventsChanged of l's events still to fire (nil l: not known).
 func (m *Manager) eventsChanged(l *climate.Lease) {
 	if m.cfg.EventsChanged == nil {
 		return

@@ -455,3 +455,21 @@ func TestUpdateStartsAgainWhenAnEventFires(t *testing.T) {
 		t.Errorf("update whose lease changes at every try: %v; want a 409 after 3", err)
 	}
 }
+
+// A lease's deletion tells EventsChanged when its earliest event was to fire, not "not
+// known": an engine asleep until before then sleeps on, where it used to be woken to claim
+// nothing after every deletion.
+func TestDeleteLeaseTellsWhenItsEventsWereDue(t *testing.T) {
+	st := openStore(t)
+	var told []time.Time
+	m := manager.New(st, clock.NewFake(t0), manager.Config{EventsChanged: func(due time.Time) { told = append(told, due) }})
+	addHosts(t, m, 1, nil)
+	l := create(t, m, alice, 2*time.Hour, 5*time.Hour, hostReq(1, 1, ""))
+	told = nil
+	if err := m.DeleteLease(context.Background(), alice, l.ID); err != nil {
+		t.Fatal(err)
+	}
+	if want := t0.Add(2 * time.Hour); len(told) != 1 || !told[0].Equal(want) {
+		t.Errorf("after the deletion EventsChanged was told %v; want once, %v (the lease's start)", told, want)
+	}
+}
