@@ -386,8 +386,8 @@ func (b *apiBench) countWrites(ctx context.Context, before *storeWrites, run *ap
 }
 
 // loadAPIBook loads the book of o into the SQLite database in dir or PostgreSQL at
-// o.Database, with the floating IPs of --type floatingip. A store that tells its WAL
-// position stays open as b.wal, for the caller to close.
+// o.Database, with the floating IPs of --type floatingip, and vacuums PostgreSQL. A store
+// that tells its WAL position stays open as b.wal (and b.vacuum), for the caller to close.
 func loadAPIBook(ctx context.Context, o *APIOptions, dir string, b *apiBench, rep *APIReport, stderr io.Writer) error {
 	gen := workload.Generate
 	if o.Type == "instance" {
@@ -410,8 +410,12 @@ func loadAPIBook(ctx context.Context, o *APIOptions, dir string, b *apiBench, re
 		})
 		rep.FloatingIPs = o.Addresses
 	}
+	if err == nil {
+		err = vacuumDatabase(ctx, st, &progressLine{w: stderr})
+	}
 	if w, ok := st.(walReader); ok && err == nil {
 		b.wal = w
+		b.vacuum, _ = st.(vacuumer)
 	} else if cerr := st.Close(); err == nil && cerr != nil {
 		err = cerr
 	}

@@ -39,12 +39,37 @@ type apiBench struct {
 	writesUnknown error
 	// wal reads PostgreSQL's WAL position (nil on SQLite and with --url).
 	wal walReader
+	// vacuum, when not nil, vacuums PostgreSQL after each run's deletions.
+	vacuum vacuumer
 }
 
 // walReader is a store that can tell its database's WAL position in bytes
 // (postgres.Store).
 type walReader interface {
 	WALBytes(context.Context) (int64, error)
+}
+
+// vacuumer is a store whose tables can be vacuumed and analyzed (postgres.Store). The
+// benchmark does it after loading the book and after each run's deletions, untimed, as
+// autovacuum would in time: no run then meets a bulk load without statistics or the dead
+// rows of the runs before it, whether or not the database's autovacuum is on (it is off
+// on the project's machine).
+type vacuumer interface {
+	Vacuum(context.Context) error
+}
+
+// vacuumDatabase vacuums st when it can, saying so on p.
+func vacuumDatabase(ctx context.Context, st any, p *progressLine) error {
+	v, ok := st.(vacuumer)
+	if !ok {
+		return nil
+	}
+	p.set("vacuuming and analyzing the database")
+	defer p.done()
+	if err := v.Vacuum(ctx); err != nil {
+		return fmt.Errorf("vacuum: %w", err)
+	}
+	return nil
 }
 
 // newAPIBench prepares n requests of o's type and kind.
@@ -122,6 +147,11 @@ func (b *apiBench) runAll(ctx context.Context, clients []int, replicas int, rep 
 		p.done()
 		if err != nil {
 			return err
+		}
+		if b.vacuum != nil {
+			if err := vacuumDatabase(ctx, b.vacuum, p); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

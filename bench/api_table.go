@@ -43,6 +43,9 @@ func writeAPITable(w io.Writer, rep *APIReport) error {
 		fmt.Fprintf(w, "Requests: %s, %d hosts each, one new workload window per request\n", rep.Kind, workload.HostsWanted)
 	}
 	fmt.Fprintln(w, "Every run posts the same requests on the same book: the leases a run created are deleted after it")
+	if rep.Database != "" {
+		fmt.Fprintln(w, "PostgreSQL's tables are vacuumed and analyzed after the load and after each run's deletions, untimed")
+	}
 	if rep.DatabaseLink != "" {
 		fmt.Fprintf(w, "Database behind a simulated %.1f ms round trip: %s\n", rep.DatabaseDelayMS, rep.DatabaseLink)
 	}

@@ -40,6 +40,9 @@ func Load(ctx context.Context, o *LoadOptions, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := vacuumDatabase(ctx, st, &progressLine{w: stderr}); err != nil {
+		return err
+	}
 	fmt.Fprintf(stdout, "Loaded %d hosts, %d leases, %d host allocations into %s in %.2f s (generating the book took %.2f s)\n",
 		res.Hosts, res.Leases, res.Allocations, path, res.LoadSeconds, res.GenerateSeconds)
 	return nil

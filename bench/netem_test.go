@@ -212,4 +212,13 @@ func TestBenchAPIWithDatabaseDelay(t *testing.T) {
 	if _, err := os.Stat("/run/netns/" + link.netns); err == nil {
 		t.Error("the namespace is still there after the run")
 	}
+	// The book's tables were vacuumed and analyzed (after the load and each run).
+	st, err := postgres.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if n, err := st.NotAnalyzed(context.Background()); err != nil || n != 0 {
+		t.Errorf("after the runs %d of the schema's tables were never analyzed, %v; want none", n, err)
+	}
 }

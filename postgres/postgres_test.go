@@ -119,3 +119,46 @@ func TestHeldWritesGoWithTheNextStatement(t *testing.T) {
 		t.Errorf("audit entry sent with COMMIT: id %d, listed %+v", good.ID, listed)
 	}
 }
+
+// Vacuum vacuums and analyzes every table of the store's schema, and only those: the
+// tables of another schema in the same database keep their state.
+func TestVacuumAnalyzesTheSchemasTables(t *testing.T) {
+	s, other := open(t, TestDSN(t)), open(t, TestDSN(t))
+	notAnalyzed := func(st *Store) (n int) {
+		t.Helper()
+		if err := st.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_user_tables
+			WHERE schemaname = $1 AND (last_vacuum IS NULL OR last_analyze IS NULL)`, st.schema).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := notAnalyzed(other)
+	if err := s.Vacuum(ctx); err != nil {
+		t.Fatalf("Vacuum: %v", err)
+	}
+	if n := notAnalyzed(s); n != 0 {
+		t.Errorf("after Vacuum: %d tables of %s not vacuumed and analyzed; want none", n, s.schema)
+	}
+	if n, err := s.NotAnalyzed(ctx); err != nil || n != 0 {
+		t.Errorf("after Vacuum: NotAnalyzed = %d, %v; want 0", n, err)
+	}
+	if n, err := other.NotAnalyzed(ctx); err != nil || n == 0 {
+		t.Errorf("another schema: NotAnalyzed = %d, %v; want its tables", n, err)
+	}
+	if n := notAnalyzed(other); n != before || n == 0 {
+		t.Errorf("another schema: %d tables not vacuumed and analyzed after, %d before; want the same, not none", n, before)
+	}
+}
+
+// Autovacuum reads the server's setting.
+func TestAutovacuumReadsTheSetting(t *testing.T) {
+	s := open(t, TestDSN(t))
+	var shown string
+	if err := s.pool.QueryRow(ctx, `SHOW autovacuum`).Scan(&shown); err != nil {
+		t.Fatal(err)
+	}
+	on, err := s.Autovacuum(ctx)
+	if err != nil || on != (shown == "on") {
+		t.Errorf("Autovacuum = %v, %v; SHOW autovacuum says %q", on, err, shown)
+	}
+}

@@ -48,7 +48,8 @@ hosts and allocations through the store's revisions on its next request.
 
 The book's host and lease ids are fixed by the workload, so it can only be loaded into a
 database without hosts: use a fresh --data-dir (or PostgreSQL schema, with --database) for
-each book.`,
+each book. On PostgreSQL the schema's tables are vacuumed and analyzed once the book is in,
+so the planner has statistics from the first request.`,
 		Example: `  # A 5,000-host book with 50,000 leases, then serve it
   climate bench load --hosts 5000 --leases 50000 --data-dir /tmp/climate-5k
   climate serve --data-dir /tmp/climate-5k
@@ -139,7 +140,9 @@ concurrent clients that post leases until --requests requests are done. Each req
 for 10 hosts (min = max = 10) over the workload's next request window, so no two requests
 of a run share a window. Every run posts the same requests on the same book: the leases a
 run created are deleted after it (untimed), so that runs differ only in their clients and
-servers, not in how full the book is (a refusal costs less than a creation). Reported per
+servers, not in how full the book is (a refusal costs less than a creation). On
+PostgreSQL the schema's tables are vacuumed and analyzed after the book is loaded and
+after each run's deletions (untimed), as autovacuum would in time. Reported per
 client count: median and p99 latency, creations per second, and how many requests got 201
 (created) and 409 (not enough free hosts); the CPU time each request cost the servers,
 PostgreSQL (when it runs on this host) and the benchmark, read from /proc, with the

@@ -546,6 +546,9 @@ func runServe(ctx context.Context, o *serveOptions, stdout interface{ Write([]by
 		}
 	}
 	if onPostgres {
+		if on, err := pg.Autovacuum(ctx); err == nil && !on {
+			log.Warn("PostgreSQL's autovacuum is off: deleted leases and the allocation log's stamps leave dead rows, and the planner has no statistics, until a VACUUM (ANALYZE) of the schema's tables; schedule one")
+		}
 		wg.Add(2)
 		go func() { defer wg.Done(); maintainPostgres(ctx, pg, log) }()
 		go func() {
