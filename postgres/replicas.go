@@ -18,9 +18,10 @@ import (
 // made 286 creations/s on loopback against 222/s with four each, and as many behind a
 // 1 ms round trip (the README's eleventh session): fewer writers make fewer, larger
 // transactions, and each commit waits for the stamp anyway. A database farther than
-// farDatabase is not shared, but for a bound on all the replicas' writers (farWriters). changed, if not nil, is told each new share
-// and the round trip it was decided on. ShareWriters returns when ctx is done, after
-// removing the row and giving the store back all its writers.
+// farDatabase is not shared, but for a bound on all the replicas' writers (farWriters).
+// changed, if not nil, is told each new share and the round trip it was decided on.
+// ShareWriters returns when ctx is done, after removing the row and giving the store
+// back all its writers.
 func (s *Store) ShareWriters(ctx context.Context, period time.Duration, changed func(writers, replicas int, roundTrip time.Duration)) {
 	instance, last := climate.NewID(), 0
 	var trips roundTrips
