@@ -90,24 +90,25 @@
 // with a database a round trip away concurrent writers still scale somewhat (bench api
 // --database-delay). On the project's 2-core machine, where the servers, PostgreSQL and
 // the clients share the cores, the waits are a symptom rather than the limit: with three
-// replicas the writers waited 53 ms on the lock for each creation (2 ms with one), yet
-// an experiment that took every flush out from under it (a commit only queued its stamp,
-// and a statement sent after COMMIT stamped all the queued ones, one flush for many
-// commits) was no faster, and neither was a log keyed by commit (the stamp inserting one
-// row instead of rewriting the commit's entries, which every read then had to join): the
-// README's eleventh session has the figures. Removing this last step means giving up
-// numbers assigned in commit order for a cursor PostgreSQL can answer without a lock: log
-// each change with its transaction's id (pg_current_xact_id) and a sequence number taken
-// as it is logged, and let a reader's cursor be the largest sequence number it has read
-// with the transactions its read's snapshot saw in progress (pg_current_snapshot's xip).
-// A change the cursor has not read is then either after that number, or logged by one of
-// those transactions, which were still running when the read's snapshot was taken (a
-// change numbered before one the read saw was logged before that one committed), so the
-// next read is "sequence after the number, or transaction among those", two index
-// ranges, in one statement whose snapshot makes the next cursor: every change is read
-// exactly once, however commits interleave, and no reader rescans from an old xmin. The
-// planner's revision comparisons, its pending commits and applied-change checks, and the
-// delivery cursors, would move from numbers to such cursors.
+// replicas the writers waited 53 ms on the lock for each creation (2 ms with one), yet an
+// experiment that took every flush out from under it (a commit only queued its stamp, and
+// a statement sent after COMMIT stamped all the queued ones, one flush for many commits)
+// was no faster, and neither was a log keyed by commit (the stamp inserting one row
+// instead of rewriting the commit's entries, which every read then had to join):
+// docs/performance-log.md's eleventh session has the figures. Removing this last step
+// means giving up numbers assigned in commit order for a cursor PostgreSQL can answer
+// without a lock: log each change with its transaction's id (pg_current_xact_id) and a
+// sequence number taken as it is logged, and let a reader's cursor be the largest
+// sequence number it has read with the transactions its read's snapshot saw in progress
+// (pg_current_snapshot's xip). A change the cursor has not read is then either after that
+// number, or logged by one of those transactions, which were still running when the
+// read's snapshot was taken (a change numbered before one the read saw was logged before
+// that one committed), so the next read is "sequence after the number, or transaction
+// among those", two index ranges, in one statement whose snapshot makes the next cursor:
+// every change is read exactly once, however commits interleave, and no reader rescans
+// from an old xmin. The planner's revision comparisons, its pending commits and
+// applied-change checks, and the delivery cursors, would move from numbers to such
+// cursors.
 //
 // The audit trail's id is still taken when the row is inserted: a reader paging it while
 // writes are under way may not see an entry with a lower id committed after the page.

@@ -25,9 +25,9 @@ import (
 // requests share the two cores with. bench api, H=5,000, 16 clients, server CPU a
 // creation against 330 frames (about what 8 transactions held, as before) in rounds of
 // alternating runs, and p99: 330 frames, 37-44 ms; 1,024, -1 to -9%, 45-53 ms; 2,048,
-// +4 to -15%, 57-77 ms; 8,192, -4 to -13%, 86-91 ms (README, eighth session). Frames,
-// not transactions, since a transaction holds from one request (about 45 frames) to a
-// batch of 64.
+// +4 to -15%, 57-77 ms; 8,192, -4 to -13%, 86-91 ms (docs/performance-log.md, eighth
+// session). Frames, not transactions, since a transaction holds from one request (about
+// 45 frames) to a batch of 64.
 const checkpointFrames = 1024
 
 // autoCheckpointPages is the writer's own wal_autocheckpoint (80 MiB of 4 KiB pages),
