@@ -241,14 +241,10 @@ func runAPI(ctx context.Context, o *APIOptions, stderr io.Writer) (*APIReport, e
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	if err := loadAPIBook(ctx, o, dir, b, rep, stderr); err != nil {
-		return nil, err
-	}
-	if c, ok := b.wal.(io.Closer); ok {
-		defer c.Close()
-	}
 	l := &serverLauncher{exe: exe, listenIP: "127.0.0.1", args: []string{"--data-dir", dir, "--log-level", "error"}}
 	database := o.Database
+	// The delayed link first, so that what it needs (root, ip(8), a loopback database)
+	// fails before the book's load rather than after it.
 	if o.DatabaseDelay > 0 {
 		names := o.link
 		if names == (linkNames{}) {
@@ -273,6 +269,12 @@ func runAPI(ctx context.Context, o *APIOptions, stderr io.Writer) (*APIReport, e
 			return nil, err
 		}
 		l.args = append(l.args, "--auth", "tokens", "--tokens-file", tokens)
+	}
+	if err := loadAPIBook(ctx, o, dir, b, rep, stderr); err != nil {
+		return nil, err
+	}
+	if c, ok := b.wal.(io.Closer); ok {
+		defer c.Close()
 	}
 	if database != "" {
 		l.args = append(l.args, "--database", database)

@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"climate"
 	"climate/postgres"
 )
 
@@ -220,5 +222,27 @@ func TestBenchAPIWithDatabaseDelay(t *testing.T) {
 	defer st.Close()
 	if n, err := st.NotAnalyzed(context.Background()); err != nil || n != 0 {
 		t.Errorf("after the runs %d of the schema's tables were never analyzed, %v; want none", n, err)
+	}
+}
+
+// --database-delay's link is set up before the book is loaded, so what it refuses (here a
+// database off loopback, which its forwarder cannot reach; without root, the namespace)
+// is refused before any store is opened. 0.0.0.0 is not a loopback address, and the
+// store opener fails the test rather than connect to it.
+func TestBenchAPIDelayRefusedBeforeTheLoad(t *testing.T) {
+	opened := false
+	o := &APIOptions{Hosts: 30, Leases: 100, Requests: 1, Clients: []int{1}, Replicas: []int{1}, Kind: "plain", Type: "host",
+		Addresses: 1000, Database: "postgres://postgres@0.0.0.0:5432/test", DatabaseDelay: time.Millisecond, Exe: "climate", link: testLink(2),
+		Open: func(context.Context, string, string) (climate.Store, string, error) {
+			opened = true
+			return nil, "", errors.New("the book's store was opened")
+		}}
+	var stderr bytes.Buffer
+	_, err := runAPI(context.Background(), o, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "loopback") {
+		t.Errorf("error %v, want --database refused as off loopback", err)
+	}
+	if opened || strings.Contains(stderr.String(), "generating the book") {
+		t.Errorf("the book was loaded before the link was refused (opened %v):\n%s", opened, stderr.String())
 	}
 }
