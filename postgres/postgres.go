@@ -108,8 +108,9 @@ const defaultMaxConns = 8
 // trips one after another, and a writer that found eight requests waiting kept them all
 // for 17 round trips. Behind a 10 ms round trip one replica at 16 clients made 122–129/s
 // with four writers, 202–235/s with eight and 295–351/s with sixteen
-// (docs/performance-log.md, fifteenth session). The pool opens connections as writers need them; three replicas'
-// pools, 60 at most, stay within PostgreSQL's default of 100 connections.
+// (docs/performance-log.md, fifteenth session). The pool opens connections as writers
+// need them; three replicas' pools, 60 at most, stay within PostgreSQL's default of 100
+// connections.
 const farMaxConns = readConns + 16
 
 // readConns is how many of the pool's connections are kept from writers for Views.

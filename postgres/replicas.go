@@ -16,12 +16,12 @@ import (
 // least one) take new requests, so that the installation keeps about as many at work as
 // one replica has (four by default, defaultMaxConns). One writer each, three replicas
 // made 286 creations/s on loopback against 222/s with four each, and as many behind a
-// 1 ms round trip (docs/performance-log.md, eleventh session): fewer writers make
-// fewer, larger transactions, and each commit waits for the stamp anyway. A database farther than
-// farDatabase is not shared, but for a bound on all the replicas' writers (farWriters).
-// changed, if not nil, is told each new share and the round trip it was decided on.
-// ShareWriters returns when ctx is done, after removing the row and giving the store
-// back all its writers.
+// 1 ms round trip (docs/performance-log.md, eleventh session): fewer writers make fewer,
+// larger transactions, and each commit waits for the stamp anyway. A database farther
+// than farDatabase is not shared, but for a bound on all the replicas' writers
+// (farWriters). changed, if not nil, is told each new share and the round trip it was
+// decided on. ShareWriters returns when ctx is done, after removing the row and giving
+// the store back all its writers.
 func (s *Store) ShareWriters(ctx context.Context, period time.Duration, changed func(writers, replicas int, roundTrip time.Duration)) {
 	instance, last := climate.NewID(), 0
 	var trips roundTrips
