@@ -140,6 +140,18 @@ type AllocationLog interface {
 	AllocationChanges(ctx context.Context, since int64) (changes []AllocationChange, ok bool, err error)
 }
 
+// SerialLog is implemented by the Tx of stores whose write transactions run one at a
+// time and read their own allocation changes in the log (SQLite): the log after a
+// revision is then every change made since, this transaction's earlier writes included,
+// and nothing else can be. The manager re-checks a plan made on an index at revision
+// since against the index's holds and these changes, where it would otherwise read the
+// chosen resources' allocations (which then needs no index by resource in the store).
+type SerialLog interface {
+	// AllocationChangesOn is AllocationChanges for the changes of allocations on the
+	// resources ids that overlap [from, to) (end after from, start before to).
+	AllocationChangesOn(ctx context.Context, since int64, ids []string, from, to time.Time) (changes []AllocationChange, ok bool, err error)
+}
+
 // CommitStamped is implemented by stores whose write transactions give their allocation
 // changes revisions only at commit (PostgreSQL, so that writers run side by side): a
 // write transaction cannot see its own, so the manager reads none in it and brings its

@@ -286,6 +286,7 @@ func (m *Manager) planAndCommit(ctx context.Context, l, prev *climate.Lease, opt
 		var invRev int64
 		var cutLeases []*climate.Lease
 		var cutRemoved, cutAdded []climate.Allocation
+		var held *heldAt // what the plan's index held on the chosen resources, for a SerialLog
 		now := m.now()
 		if l.Preemptible {
 			l.End, l.Events = askedEnd, slices.Clone(askedEvents)
@@ -312,6 +313,9 @@ func (m *Manager) planAndCommit(ctx context.Context, l, prev *climate.Lease, opt
 				chosen = allocationsOf(l)
 			}
 			invRev = a.Index.InventoryRevision
+			if _, stamped := m.store.(climate.CommitStamped); !stamped && err == nil {
+				held = heldOn(a, l, resource.IDs(chosen), m.cfg.Cleaning, now)
+			}
 			capacity = capacities(a, chosen)
 			onHosts, onOthers = splitHosts(a, chosen)
 			// Named now, as the commit re-checks this inventory: the answer needs no read.
@@ -334,13 +338,20 @@ func (m *Manager) planAndCommit(ctx context.Context, l, prev *climate.Lease, opt
 		err = m.commitChange(ctx, func(tx climate.Tx) error {
 			// The chosen resources' allocations are read first: a store whose writers run
 			// side by side (PostgreSQL) locks the resources there, so the inventory read
-			// next sees a concurrent deletion of one of them.
+			// next sees a concurrent deletion of one of them. One whose writers take turns
+			// (SQLite) gives them as the plan's index held them with the log since.
 			var others []climate.Allocation
 			c := m.cfg.Cleaning // hosts are kept free this long after each allocation
 			if len(chosen) > 0 {
+				var logged bool
 				var err error
-				if others, err = tx.ListAllocations(ctx, climate.AllocationFilter{ResourceIDs: resource.IDs(chosen), From: l.Start.Add(-c), To: l.End.Add(c), ExcludeLeaseID: l.ID}); err != nil {
+				if others, logged, err = held.now(ctx, tx); err != nil {
 					return err
+				}
+				if !logged {
+					if others, err = tx.ListAllocations(ctx, climate.AllocationFilter{ResourceIDs: resource.IDs(chosen), From: l.Start.Add(-c), To: l.End.Add(c), ExcludeLeaseID: l.ID}); err != nil {
+						return err
+					}
 				}
 			}
 			rev, err := tx.InventoryRevision(ctx)

@@ -34,6 +34,8 @@ type Index struct {
 	shared [][]use          // per host, its instance slots' holds (shared.go)
 	leases map[string]int32 // lease id → small integer used in intervals
 	nextID int32
+	// leaseIDs[n] is the lease numbered n (Holds names the leases it returns).
+	leaseIDs []string
 
 	mu      sync.Mutex // guards filters, matches and demand
 	filters map[string][]int32
@@ -128,6 +130,7 @@ func NewIndex(hosts []climate.Host, allocs []climate.Allocation, opts ...Option)
 		}
 	}
 	x.leases = make(map[string]int32, ours/2) // a guess that spares most rehashing
+	x.leaseIDs = make([]string, 1, ours/2+1)
 	nums := make([]int32, len(allocs))
 	var numbered sync.WaitGroup
 	numbered.Go(func() {
@@ -205,6 +208,7 @@ func (x *Index) leaseNum(id string) int32 {
 		x.nextID++
 		n = x.nextID
 		x.leases[id] = n
+		x.leaseIDs = append(x.leaseIDs, id)
 	}
 	return n
 }
@@ -216,6 +220,35 @@ func (x *Index) Allocations() int {
 		n += len(b) + len(x.shared[p])
 	}
 	return n
+}
+
+// Holds returns what the index holds on the resources ids over [from, to), leaving lease
+// skip's out: the allocations a store's ListAllocations returns for the same filter, as
+// of the index's AllocationRevision, with only what plan.Fits and a reclaim read (no id
+// or reservation; slots of a shared resource as one slot of their whole size).
+func (x *Index) Holds(ids []string, from, to time.Time, skip string) []climate.Allocation {
+	s, e := from.UnixMicro(), to.UnixMicro()
+	var out []climate.Allocation
+	hold := func(id string, start, end int64, lease int32, soft bool, size climate.Size, slots int) {
+		end -= x.clean // stored moved on by the cleaning time
+		if end > s && start < e && x.leaseIDs[lease] != skip {
+			out = append(out, climate.Allocation{LeaseID: x.leaseIDs[lease], ResourceID: id,
+				Start: time.UnixMicro(start).UTC(), End: time.UnixMicro(end).UTC(), Slots: slots, Size: size, Preemptible: soft})
+		}
+	}
+	for _, id := range ids {
+		p, ok := x.pos[id]
+		if !ok {
+			continue
+		}
+		for _, iv := range x.busy[p] {
+			hold(id, iv.start, iv.end, iv.lease, iv.soft, climate.Size{}, 0)
+		}
+		for _, u := range x.shared[p] {
+			hold(id, u.start, u.end, u.lease, u.soft, u.size, 1)
+		}
+	}
+	return out
 }
 
 // Apply updates the index with a committed change: remove are allocations that no longer

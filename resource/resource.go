@@ -41,6 +41,16 @@ func (v *View) Apply(remove, add []climate.Allocation) {
 	}
 }
 
+// Holds returns what both indexes of the view hold on the resources ids over [from, to),
+// leaving lease skip's out (plan.Index.Holds).
+func (v *View) Holds(ids []string, from, to time.Time, skip string) []climate.Allocation {
+	out := v.Index.Holds(ids, from, to, skip)
+	if v.FloatingIPs != nil {
+		out = append(out, v.FloatingIPs.Holds(ids, from, to, skip)...)
+	}
+	return out
+}
+
 // NewView builds a view from the inventory and the allocations that may still matter. The
 // options (plan.WithCleaning) configure the hosts' index only: a cleaning time is a host
 // setting, floating IPs get none.

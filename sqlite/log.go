@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"time"
 
 	"climate"
 )
@@ -20,10 +21,35 @@ func (t *tx) AllocationRevision(ctx context.Context) (int64, error) {
 	return rev, internal(err)
 }
 
+var _ climate.SerialLog = (*tx)(nil)
+
 // AllocationChanges returns the logged allocation changes after since. ok is false when
 // since is below what the log holds: revisions made before the log existed (its floor) or
 // pruned.
 func (t *tx) AllocationChanges(ctx context.Context, since int64) ([]climate.AllocationChange, bool, error) {
+	return t.changes(ctx, since, "")
+}
+
+// AllocationChangesOn is AllocationChanges for the allocations on ids over [from, to).
+// The writer's transactions run one at a time and see their own changes, so the log after
+// since is everything written since (climate.SerialLog). Filtered here, the read of a
+// batch's worth of rows returns the few a re-check needs.
+func (t *tx) AllocationChangesOn(ctx context.Context, since int64, ids []string, from, to time.Time) ([]climate.AllocationChange, bool, error) {
+	return t.changes(ctx, since, onResources, dialect.List(ids), micros(from), micros(to))
+}
+
+// onResources is AllocationChangesOn's condition on the log's rows.
+const onResources = ` AND resource_id IN (SELECT value FROM json_each(?)) AND end_at > ? AND start_at < ?`
+
+// changesQuery reads the log's rows after a revision that match where.
+func changesQuery(where string) string {
+	return `SELECT revision, added, id, reservation_id, lease_id, resource_id, start_at, end_at,
+		slots, vcpus, memory_mb, disk_gb, preemptible
+		FROM allocation_log WHERE revision > ?` + where + ` ORDER BY revision`
+}
+
+// changes reads the log after since, the rows matching where (conditions with args).
+func (t *tx) changes(ctx context.Context, since int64, where string, args ...any) ([]climate.AllocationChange, bool, error) {
 	var floor, rev int64
 	if err := t.q.QueryRowContext(ctx, `SELECT (SELECT value FROM meta WHERE key = 'allocation_log_floor'),
 		(SELECT max(revision) FROM allocation_log)`).Scan(&floor, &rev); err != nil {
@@ -36,9 +62,7 @@ func (t *tx) AllocationChanges(ctx context.Context, since int64) ([]climate.Allo
 		return nil, true, nil
 	}
 	// The migration's marker row (added = -1) sits at the floor, never after since.
-	rows, err := t.q.QueryContext(ctx, `SELECT revision, added, id, reservation_id, lease_id, resource_id, start_at, end_at,
-		slots, vcpus, memory_mb, disk_gb, preemptible
-		FROM allocation_log WHERE revision > ? ORDER BY revision`, since)
+	rows, err := t.q.QueryContext(ctx, changesQuery(where), append([]any{since}, args...)...)
 	if err != nil {
 		return nil, false, internal(err)
 	}

@@ -130,11 +130,11 @@ func TestQueryPlans(t *testing.T) {
 			t.Errorf("%s: allocations scanned:\n%s", name, plan)
 		}
 	}
-	// A write's re-check walks each chosen resource's allocations from the window's start
-	// on (what is booked then), not its history before the window's end.
-	q, args := dialect.AllocationQuery(hosts)
-	if plan := explain(t, s.r, q, args...); !strings.Contains(plan, "allocations_resource (resource_id=? AND end_at>?)") {
-		t.Errorf("the re-check does not search the resource index from the window's start:\n%s", plan)
+	// A write's re-check reads the log's newest rows, after the plan's revision, in order.
+	q := changesQuery(onResources)
+	if plan := explain(t, s.r, q, 1, dialect.List([]string{"1", "2"}), 1, 2); !strings.Contains(plan, "SEARCH allocation_log USING INTEGER PRIMARY KEY (rowid>?)") ||
+		strings.Contains(plan, "TEMP B-TREE") {
+		t.Errorf("the re-check's read of the log does not search it from the revision:\n%s", plan)
 	}
 	// A page of leases is read in index order from its start: no sort, whatever the page.
 	after := &climate.Lease{ID: "l1", CreatedAt: from}
