@@ -111,7 +111,10 @@ type LeaseFilter struct {
 
 // AllocationFilter selects allocations. Zero fields match everything.
 type AllocationFilter struct {
+	// ResourceIDs and LeaseIDs, when not nil, keep the allocations of those resources or
+	// leases (none when empty).
 	ResourceIDs    []string
+	LeaseIDs       []string
 	LeaseID        string
 	ReservationID  string
 	ExcludeLeaseID string

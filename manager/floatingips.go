@@ -102,14 +102,19 @@ func (m *Manager) DeleteFloatingIP(ctx context.Context, who climate.Identity, id
 	if err := checkFloatingIPID(id); err != nil {
 		return err
 	}
+	// Unlike Blazar, an address whose leases have ended can go: only a current or future
+	// lease holds it.
+	onAddress := climate.AllocationFilter{ResourceIDs: []string{id}, From: m.now()}
+	holds, err := m.holdsOn(ctx, onAddress)
+	if err != nil {
+		return err
+	}
 	return m.store.Update(ctx, func(tx climate.Tx) error {
 		f, err := tx.GetFloatingIP(ctx, id)
 		if err != nil {
 			return err
 		}
-		// Unlike Blazar, an address whose leases have ended can go: only a current or
-		// future lease holds it.
-		held, err := tx.ListAllocations(ctx, climate.AllocationFilter{ResourceIDs: []string{id}, From: m.now()})
+		held, err := allocationsOn(ctx, tx, holds, onAddress)
 		if err != nil {
 			return err
 		}

@@ -178,8 +178,13 @@ func (m *Manager) UpdateHost(ctx context.Context, who climate.Identity, id strin
 	if len(fields) == 0 {
 		return nil, invalid("No data to update")
 	}
+	onHost := climate.AllocationFilter{ResourceIDs: []string{id}, From: m.now()} // current and future
+	held, err := m.holdsOn(ctx, onHost)
+	if err != nil {
+		return nil, err
+	}
 	var h *climate.Host
-	err := m.store.Update(ctx, func(tx climate.Tx) error {
+	err = m.store.Update(ctx, func(tx climate.Tx) error {
 		cur, err := tx.GetHost(ctx, id)
 		if err != nil {
 			return err
@@ -201,11 +206,15 @@ func (m *Manager) UpdateHost(ctx context.Context, who climate.Identity, id strin
 				changed = append(changed, k)
 			}
 		}
-		if err := m.checkPropertiesUnused(ctx, tx, id, changed); err != nil {
-			return err
-		}
-		if h.Capacity() != before.Capacity() {
-			if err := m.checkSlotsFit(ctx, tx, h); err != nil {
+		if len(changed) > 0 || h.Capacity() != before.Capacity() {
+			allocs, err := allocationsOn(ctx, tx, held, onHost)
+			if err != nil {
+				return err
+			}
+			if err := checkPropertiesUnused(ctx, tx, id, changed, allocs); err != nil {
+				return err
+			}
+			if err := checkSlotsFit(h, allocs); err != nil {
 				return err
 			}
 		}
@@ -222,13 +231,9 @@ func (m *Manager) UpdateHost(ctx context.Context, who climate.Identity, id strin
 	return h, nil
 }
 
-// checkSlotsFit refuses a capacity below what the instance slots held on the host, now
-// or later, need at once.
-func (m *Manager) checkSlotsFit(ctx context.Context, tx climate.Tx, h *climate.Host) error {
-	allocs, err := tx.ListAllocations(ctx, climate.AllocationFilter{ResourceIDs: []string{h.ID}, From: m.now()})
-	if err != nil {
-		return err
-	}
+// checkSlotsFit refuses a capacity below what the instance slots held on the host now or
+// later (allocs), need at once.
+func checkSlotsFit(h *climate.Host, allocs []climate.Allocation) error {
 	if peak := plan.Peak(allocs); !peak.Within(h.Capacity()) {
 		return climate.Errorf(climate.CodeConflict, "Host %s holds instance slots needing %d vCPUs, %d MB of memory and %d GB of disk at once; its vcpus, memory_mb and local_gb cannot go below that",
 			h.HypervisorHostname, peak.VCPUs, peak.MemoryMB, peak.DiskGB)
@@ -237,14 +242,10 @@ func (m *Manager) checkSlotsFit(ctx context.Context, tx climate.Tx, h *climate.H
 }
 
 // checkPropertiesUnused refuses changing properties that a current or future reservation
-// holding the host filters on.
-func (m *Manager) checkPropertiesUnused(ctx context.Context, tx climate.Tx, hostID string, props []string) error {
+// holding the host (allocs: its allocations now and later) filters on.
+func checkPropertiesUnused(ctx context.Context, tx climate.Tx, hostID string, props []string, allocs []climate.Allocation) error {
 	if len(props) == 0 {
 		return nil
-	}
-	allocs, err := tx.ListAllocations(ctx, climate.AllocationFilter{ResourceIDs: []string{hostID}, From: m.now()})
-	if err != nil {
-		return err
 	}
 	seen := map[string]bool{}
 	for _, a := range allocs {
@@ -283,12 +284,17 @@ func (m *Manager) DeleteHost(ctx context.Context, who climate.Identity, id strin
 	if err := m.allow(who, "blazar:oshosts:delete", who.OwnTarget()); err != nil {
 		return err
 	}
+	onHost := climate.AllocationFilter{ResourceIDs: []string{id}, From: m.now()} // current and future
+	held, err := m.holdsOn(ctx, onHost)
+	if err != nil {
+		return err
+	}
 	return m.store.Update(ctx, func(tx climate.Tx) error {
 		h, err := tx.GetHost(ctx, id)
 		if err != nil {
 			return err
 		}
-		allocs, err := tx.ListAllocations(ctx, climate.AllocationFilter{ResourceIDs: []string{id}, From: m.now()})
+		allocs, err := allocationsOn(ctx, tx, held, onHost)
 		if err != nil {
 			return err
 		}

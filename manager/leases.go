@@ -314,7 +314,8 @@ func (m *Manager) planAndCommit(ctx context.Context, l, prev *climate.Lease, opt
 			}
 			invRev = a.Index.InventoryRevision
 			if _, stamped := m.store.(climate.CommitStamped); !stamped && err == nil {
-				held = heldOn(a, l, resource.IDs(chosen), m.cfg.Cleaning, now)
+				c := m.cfg.Cleaning
+				held = heldOn(a, resource.IDs(chosen), l.Start.Add(-c), l.End.Add(c), l.ID, now)
 			}
 			capacity = capacities(a, chosen)
 			onHosts, onOthers = splitHosts(a, chosen)

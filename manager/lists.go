@@ -180,10 +180,14 @@ func (m *Manager) HostAllocations(ctx context.Context, who climate.Identity, q c
 	for len(ids) > 0 {
 		f.ResourceIDs = ids[:min(listBatch, len(ids))]
 		ids = ids[len(f.ResourceIDs):]
+		held, err := m.holdsOn(ctx, f)
+		if err != nil {
+			return false, err
+		}
 		var allocs []climate.Allocation
-		err := m.store.View(ctx, func(tx climate.Tx) error {
+		err = m.store.View(ctx, func(tx climate.Tx) error {
 			var err error
-			allocs, err = tx.ListAllocations(ctx, f)
+			allocs, err = allocationsOn(ctx, tx, held, f)
 			return err
 		})
 		if err != nil {

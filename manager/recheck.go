@@ -2,6 +2,7 @@ package manager
 
 import (
 	"context"
+	"math"
 	"slices"
 	"time"
 
@@ -21,15 +22,80 @@ type heldAt struct {
 	holds    []climate.Allocation
 }
 
-// heldOn takes what v holds on ids for lease l, or nil when the index may not hold all of
-// it: a window reaching back past what a rebuilt index keeps (an active lease's update).
-func heldOn(v *resource.View, l *climate.Lease, ids []string, cleaning time.Duration, now time.Time) *heldAt {
-	from, to := l.Start.Add(-cleaning), l.End.Add(cleaning)
+// heldOn takes what v holds on ids over [from, to) (to zero: unbounded), lease skip's
+// aside, or nil when the index may not hold all of it: a window reaching back past what
+// a rebuilt index keeps (an active lease's update, a listing of the past).
+func heldOn(v *resource.View, ids []string, from, to time.Time, skip string, now time.Time) *heldAt {
 	if len(ids) == 0 || from.Before(now.Add(-historyKept)) {
 		return nil
 	}
-	return &heldAt{revision: v.Index.AllocationRevision, ids: ids, from: from, to: to, skip: l.ID,
-		holds: v.Holds(ids, from, to, l.ID)}
+	if to.IsZero() {
+		to = time.UnixMicro(math.MaxInt64)
+	}
+	return &heldAt{revision: v.Index.AllocationRevision, ids: ids, from: from, to: to, skip: skip,
+		holds: v.Holds(ids, from, to, skip)}
+}
+
+// holdsOn is heldOn on the current view, for a transaction about to list f's allocations
+// (f.ResourceIDs set); nil on a store whose transactions do not run one at a time
+// (climate.CommitStamped), which keeps an index by resource and locks what it reads.
+func (m *Manager) holdsOn(ctx context.Context, f climate.AllocationFilter) (*heldAt, error) {
+	if _, stamped := m.store.(climate.CommitStamped); stamped || f.From.IsZero() {
+		return nil, nil
+	}
+	var held *heldAt
+	err := m.view(ctx, func(v *resource.View) error {
+		held = heldOn(v, f.ResourceIDs, f.From, f.To, f.ExcludeLeaseID, m.now())
+		return nil
+	})
+	return held, err
+}
+
+// allocationsOn returns what tx.ListAllocations(f) does, f.ResourceIDs set. With held
+// (holdsOn, taken before the transaction) on a store that has no index by resource
+// (climate.SerialLog, SQLite), it asks for the allocations of the leases that held and
+// the log since say are on those resources, through the index by lease.
+func allocationsOn(ctx context.Context, tx climate.Tx, held *heldAt, f climate.AllocationFilter) ([]climate.Allocation, error) {
+	if !held.covers(f) {
+		return tx.ListAllocations(ctx, f)
+	}
+	holds, ok, err := held.now(ctx, tx)
+	if err != nil || !ok {
+		if err == nil {
+			return tx.ListAllocations(ctx, f)
+		}
+		return nil, err
+	}
+	f.LeaseIDs = []string{}
+	seen := map[string]bool{}
+	for _, a := range holds {
+		if !seen[a.LeaseID] {
+			seen[a.LeaseID] = true
+			f.LeaseIDs = append(f.LeaseIDs, a.LeaseID)
+		}
+	}
+	return tx.ListAllocations(ctx, f)
+}
+
+// covers reports whether h holds at least what f asks for: its resources, its window, and
+// no lease left out that f keeps.
+func (h *heldAt) covers(f climate.AllocationFilter) bool {
+	if h == nil || f.From.Before(h.from) || h.skip != "" && h.skip != f.ExcludeLeaseID {
+		return false
+	}
+	if to := f.To; to.IsZero() && h.to.UnixMicro() != math.MaxInt64 || !to.IsZero() && to.After(h.to) {
+		return false
+	}
+	ids := make(map[string]bool, len(h.ids))
+	for _, id := range h.ids {
+		ids[id] = true
+	}
+	for _, id := range f.ResourceIDs {
+		if !ids[id] {
+			return false
+		}
+	}
+	return true
 }
 
 // now returns the allocations on h's resources over its window as tx sees them (as

@@ -470,7 +470,7 @@ func (t *Tx) DeleteLease(ctx context.Context, id string) error {
 
 // ListAllocations returns the allocations matching f.
 func (t *Tx) ListAllocations(ctx context.Context, f climate.AllocationFilter) ([]climate.Allocation, error) {
-	if f.ResourceIDs != nil && len(f.ResourceIDs) == 0 {
+	if f.ResourceIDs != nil && len(f.ResourceIDs) == 0 || f.LeaseIDs != nil && len(f.LeaseIDs) == 0 {
 		return nil, nil
 	}
 	q, args := t.D.AllocationQuery(f)
@@ -486,13 +486,17 @@ func (d *Dialect) ScanAllocations(rows Rows) ([]climate.Allocation, error) {
 	return Collect(d, rows, AllocationRow)
 }
 
-// AllocationQuery builds ListAllocations' query for f (whose ResourceIDs is not empty).
+// AllocationQuery builds ListAllocations' query for f (whose ResourceIDs and LeaseIDs are
+// not empty).
 func (d *Dialect) AllocationQuery(f climate.AllocationFilter) (string, []any) {
 	var where []string
 	var args []any
 	if f.ResourceIDs != nil {
 		// One parameter however many ids.
 		where, args = append(where, "resource_id"+d.InList), append(args, d.List(f.ResourceIDs))
+	}
+	if f.LeaseIDs != nil {
+		where, args = append(where, "lease_id"+d.InList), append(args, d.List(f.LeaseIDs))
 	}
 	if f.LeaseID != "" {
 		where, args = append(where, "lease_id = ?"), append(args, f.LeaseID)

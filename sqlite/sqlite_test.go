@@ -130,8 +130,16 @@ func TestQueryPlans(t *testing.T) {
 			t.Errorf("%s: allocations scanned:\n%s", name, plan)
 		}
 	}
+	// A host's allocations are read by the leases that hold it (the manager's
+	// allocationsOn), not by searching every allocation that ends after the window's start.
+	byLeases := hosts
+	byLeases.LeaseIDs = []string{"l1", "l2"}
+	q, args := dialect.AllocationQuery(byLeases)
+	if plan := explain(t, s.r, q, args...); !strings.Contains(plan, "allocations_lease (lease_id=?)") {
+		t.Errorf("a host's allocations are not read by their leases:\n%s", plan)
+	}
 	// A write's re-check reads the log's newest rows, after the plan's revision, in order.
-	q := changesQuery(onResources)
+	q = changesQuery(onResources)
 	if plan := explain(t, s.r, q, 1, dialect.List([]string{"1", "2"}), 1, 2); !strings.Contains(plan, "SEARCH allocation_log USING INTEGER PRIMARY KEY (rowid>?)") ||
 		strings.Contains(plan, "TEMP B-TREE") {
 		t.Errorf("the re-check's read of the log does not search it from the revision:\n%s", plan)
