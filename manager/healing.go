@@ -153,11 +153,15 @@ func (m *Manager) healOnce(ctx context.Context, ch maintenanceChange, exclusive 
 		return nil, err
 	}
 	p := m.planHealing(s, now)
+	held, err := m.healHolds(ctx, ch, p, now)
+	if err != nil {
+		return nil, err
+	}
 	var removed, added []climate.Allocation
 	for _, w := range p.writes {
 		removed, added = append(removed, w.removed...), append(added, w.added...)
 	}
-	err = commit(ctx, func(tx climate.Tx) error { return m.writeHealing(ctx, tx, ch, s, p, now) },
+	err = commit(ctx, func(tx climate.Tx) error { return m.writeHealing(ctx, tx, ch, s, p, held, now) },
 		func() []climate.Allocation { return removed }, func() []climate.Allocation { return added }, false)
 	return p, err
 }
@@ -396,7 +400,7 @@ func allocationChanges(before, after []climate.Allocation) (removed, added []cli
 // writeHealing writes ch and p in tx after re-checking the plan: the inventory as
 // planned, no lease on a new window's host that the plan did not see, every lease to
 // rewrite as it was read, and what it is given still free beside the other leases.
-func (m *Manager) writeHealing(ctx context.Context, tx climate.Tx, ch maintenanceChange, s *healSnapshot, p *healPlan, now time.Time) error {
+func (m *Manager) writeHealing(ctx context.Context, tx climate.Tx, ch maintenanceChange, s *healSnapshot, p *healPlan, held map[string]*heldAt, now time.Time) error {
 	rev, err := tx.InventoryRevision(ctx)
 	if err != nil {
 		return err
@@ -413,7 +417,7 @@ func (m *Manager) writeHealing(ctx context.Context, tx climate.Tx, ch maintenanc
 			return err
 		}
 		// A lease committed since the snapshot was planned without the window.
-		cur, err := tx.ListAllocations(ctx, climate.AllocationFilter{ResourceIDs: []string{ch.add.HostID}, From: now})
+		cur, err := allocationsOn(ctx, tx, held[""], onWindowHost(ch, now))
 		if err != nil {
 			return err
 		}
@@ -446,7 +450,7 @@ func (m *Manager) writeHealing(ctx context.Context, tx climate.Tx, ch maintenanc
 			return climate.ErrConflictRetry
 		}
 		if len(w.added) > 0 {
-			if ok, err := m.stillFits(ctx, tx, s.view, w); err != nil || !ok {
+			if ok, err := m.stillFits(ctx, tx, s.view, w, held[w.after.ID]); err != nil || !ok {
 				if err == nil {
 					err = climate.ErrConflictRetry
 				}
@@ -477,10 +481,37 @@ func (m *Manager) writeHealing(ctx context.Context, tx climate.Tx, ch maintenanc
 	return nil
 }
 
-// stillFits re-checks, as planAndCommit does, that the resources w's lease is given fit
-// beside the other leases' allocations as the store has them now (earlier writes of the
-// same pass included).
-func (m *Manager) stillFits(ctx context.Context, tx climate.Tx, v *resource.View, w leaseHeal) (bool, error) {
+// healHolds takes, before the pass's write transaction, what the index holds where its
+// re-checks read (allocationsOn): the new window's host, by "", and the resources each
+// lease is given, by the lease's id.
+func (m *Manager) healHolds(ctx context.Context, ch maintenanceChange, p *healPlan, now time.Time) (map[string]*heldAt, error) {
+	held := map[string]*heldAt{}
+	var err error
+	if ch.add != nil {
+		if held[""], err = m.holdsOn(ctx, onWindowHost(ch, now)); err != nil {
+			return nil, err
+		}
+	}
+	for _, w := range p.writes {
+		if len(w.added) > 0 {
+			if _, f := m.givenOn(w); len(f.ResourceIDs) > 0 {
+				if held[w.after.ID], err = m.holdsOn(ctx, f); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	return held, nil
+}
+
+// onWindowHost asks for the allocations on a new maintenance window's host from now on.
+func onWindowHost(ch maintenanceChange, now time.Time) climate.AllocationFilter {
+	return climate.AllocationFilter{ResourceIDs: []string{ch.add.HostID}, From: now}
+}
+
+// givenOn returns the allocations w's lease holds on the resources healing gives it, and
+// the other leases' allocations that could be in their way.
+func (m *Manager) givenOn(w leaseHeal) ([]climate.Allocation, climate.AllocationFilter) {
 	touched := resource.Taken(w.added)
 	var mine []climate.Allocation
 	from := w.after.End
@@ -493,11 +524,19 @@ func (m *Manager) stillFits(ctx context.Context, tx climate.Tx, v *resource.View
 	// Healing moves reservations of hosts only: all of mine are kept the cleaning time
 	// apart from the other leases' allocations.
 	c := m.cfg.Cleaning
-	others, err := tx.ListAllocations(ctx, climate.AllocationFilter{ResourceIDs: resource.IDs(mine), From: from.Add(-c), To: w.after.End.Add(c), ExcludeLeaseID: w.after.ID})
+	return mine, climate.AllocationFilter{ResourceIDs: resource.IDs(mine), From: from.Add(-c), To: w.after.End.Add(c), ExcludeLeaseID: w.after.ID}
+}
+
+// stillFits re-checks, as planAndCommit does, that the resources w's lease is given fit
+// beside the other leases' allocations as the store has them now (earlier writes of the
+// same pass included); held is what the index held there before the transaction.
+func (m *Manager) stillFits(ctx context.Context, tx climate.Tx, v *resource.View, w leaseHeal, held *heldAt) (bool, error) {
+	mine, f := m.givenOn(w)
+	others, err := allocationsOn(ctx, tx, held, f)
 	if err != nil {
 		return false, err
 	}
-	return plan.Fits(mine, others, capacities(v, mine), c), nil
+	return plan.Fits(mine, others, capacities(v, mine), m.cfg.Cleaning), nil
 }
 
 // sameSet reports whether a and b hold the same allocations, in any order.

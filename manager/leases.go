@@ -313,7 +313,7 @@ func (m *Manager) planAndCommit(ctx context.Context, l, prev *climate.Lease, opt
 				chosen = allocationsOf(l)
 			}
 			invRev = a.Index.InventoryRevision
-			if _, stamped := m.store.(climate.CommitStamped); !stamped && err == nil {
+			if m.writesTakeTurns() && err == nil {
 				c := m.cfg.Cleaning
 				held = heldOn(a, resource.IDs(chosen), l.Start.Add(-c), l.End.Add(c), l.ID, now)
 			}
@@ -346,7 +346,7 @@ func (m *Manager) planAndCommit(ctx context.Context, l, prev *climate.Lease, opt
 			if len(chosen) > 0 {
 				var logged bool
 				var err error
-				if others, logged, err = held.now(ctx, tx); err != nil {
+				if others, logged, err = held.asOf(ctx, tx); err != nil {
 					return err
 				}
 				if !logged {

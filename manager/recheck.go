@@ -36,11 +36,19 @@ func heldOn(v *resource.View, ids []string, from, to time.Time, skip string, now
 		holds: v.Holds(ids, from, to, skip)}
 }
 
+// writesTakeTurns reports whether the store's write transactions run one at a time and
+// read their own revisions (SQLite), rather than side by side with revisions stamped at
+// commit (climate.CommitStamped: PostgreSQL).
+func (m *Manager) writesTakeTurns() bool {
+	_, stamped := m.store.(climate.CommitStamped)
+	return !stamped
+}
+
 // holdsOn is heldOn on the current view, for a transaction about to list f's allocations
 // (f.ResourceIDs set); nil on a store whose transactions do not run one at a time
 // (climate.CommitStamped), which keeps an index by resource and locks what it reads.
 func (m *Manager) holdsOn(ctx context.Context, f climate.AllocationFilter) (*heldAt, error) {
-	if _, stamped := m.store.(climate.CommitStamped); stamped || f.From.IsZero() {
+	if !m.writesTakeTurns() || f.From.IsZero() {
 		return nil, nil
 	}
 	var held *heldAt
@@ -59,7 +67,7 @@ func allocationsOn(ctx context.Context, tx climate.Tx, held *heldAt, f climate.A
 	if !held.covers(f) {
 		return tx.ListAllocations(ctx, f)
 	}
-	holds, ok, err := held.now(ctx, tx)
+	holds, ok, err := held.asOf(ctx, tx)
 	if err != nil || !ok {
 		if err == nil {
 			return tx.ListAllocations(ctx, f)
@@ -98,10 +106,10 @@ func (h *heldAt) covers(f climate.AllocationFilter) bool {
 	return true
 }
 
-// now returns the allocations on h's resources over its window as tx sees them (as
+// asOf returns the allocations on h's resources over its window as tx sees them (as
 // plan.Index.Holds gives them). ok is false when it cannot tell: no holds taken, a store
 // without a SerialLog, or a log pruned past h's revision; the caller then reads them.
-func (h *heldAt) now(ctx context.Context, tx climate.Tx) (_ []climate.Allocation, ok bool, _ error) {
+func (h *heldAt) asOf(ctx context.Context, tx climate.Tx) (_ []climate.Allocation, ok bool, _ error) {
 	lg, serial := tx.(climate.SerialLog)
 	if h == nil || !serial {
 		return nil, false, nil
