@@ -435,3 +435,36 @@ func TestRunSpacesRoundsByMinInterval(t *testing.T) {
 		t.Fatal("no round after MinInterval")
 	}
 }
+
+// TestHorizonReadBeforeTheWrite checks that the switches' write transaction sees a lease
+// booked on the switched host after the horizon was read before it (SQLite reads it in a
+// read transaction, then checks the log).
+func TestHorizonReadBeforeTheWrite(t *testing.T) {
+	w := newWorld(t, "a", "b")
+	ctx := context.Background()
+	only := map[string]bool{w.ids["a"]: true}
+	read, err := w.pm.readHorizon(ctx, t0, only)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.lease(t0.Add(5*time.Minute), t0.Add(time.Hour), "b") // elsewhere: what was read holds
+	count := func() int {
+		var n int
+		err := w.store.Update(ctx, func(tx climate.Tx) error {
+			allocs, err := read(tx)
+			n = len(allocs)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := count(); n != 0 {
+		t.Fatalf("%d allocations on a before its lease, want 0", n)
+	}
+	w.lease(t0.Add(5*time.Minute), t0.Add(time.Hour), "a")
+	if n := count(); n != 1 {
+		t.Fatalf("%d allocations on a after a lease booked it since the read, want 1", n)
+	}
+}
