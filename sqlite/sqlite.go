@@ -235,10 +235,10 @@ var dialect = &sqlcore.Dialect{
 	List:     func(ids []string) any { return sqlcore.JSONList(ids) },
 	InList:   " IN (SELECT value FROM json_each(?))",
 	False:    "%s = 0",
-	// The unary + stops SQLite from walking the whole resource index merely to skip a
-	// sort: over all resources, searching the end_at index for the window is about twice
-	// as fast (see BenchmarkListAllocationsWindow), and with a resource filter the
-	// resource index still serves the lookup.
+	// The unary + stops SQLite from walking a whole index by resource merely to skip a
+	// sort: over all resources, searching the end_at index for the window was about twice
+	// as fast (see BenchmarkListAllocationsWindow). There has been none since migration
+	// 0021; a host's allocations are read by lease (manager.allocationsOn).
 	AllocationOrder: "+resource_id, start_at, id",
 	Err:             internal,
 	ErrReadOnly:     errReadOnly,
