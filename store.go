@@ -155,6 +155,14 @@ type SerialLog interface {
 	AllocationChangesOn(ctx context.Context, since int64, ids []string, from, to time.Time) (changes []AllocationChange, ok bool, err error)
 }
 
+// WritesTakeTurns reports whether s's write transactions run one at a time and read their
+// own revisions (SQLite, whose Tx is a SerialLog), rather than side by side with
+// revisions stamped at commit (CommitStamped: PostgreSQL).
+func WritesTakeTurns(s Store) bool {
+	_, stamped := s.(CommitStamped)
+	return !stamped
+}
+
 // CommitStamped is implemented by stores whose write transactions give their allocation
 // changes revisions only at commit (PostgreSQL, so that writers run side by side): a
 // write transaction cannot see its own, so the manager reads none in it and brings its

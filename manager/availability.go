@@ -390,7 +390,7 @@ func (m *Manager) commitChange(ctx context.Context, write func(climate.Tx) error
 // commitGated is commitChange for a caller that holds commitGate (shared, or exclusive to
 // keep other commits out while it plans).
 func (m *Manager) commitGated(ctx context.Context, write func(climate.Tx) error, removed, added func() []climate.Allocation, exact bool) error {
-	if !m.writesTakeTurns() { // no revision to read in the transaction
+	if !climate.WritesTakeTurns(m.store) { // no revision to read in the transaction
 		if cr, ok := m.store.(climate.CommitReader); ok {
 			return m.commitThenCatchUp(ctx, cr, write, added)
 		}

@@ -286,7 +286,8 @@ func (m *Manager) planAndCommit(ctx context.Context, l, prev *climate.Lease, opt
 		var invRev int64
 		var cutLeases []*climate.Lease
 		var cutRemoved, cutAdded []climate.Allocation
-		var held *heldAt // what the plan's index held on the chosen resources, for a SerialLog
+		var recheck climate.AllocationFilter // the other leases' allocations on what was chosen
+		var held *heldAt                     // what the plan's index held there, for a SerialLog
 		now := m.now()
 		if l.Preemptible {
 			l.End, l.Events = askedEnd, slices.Clone(askedEvents)
@@ -313,9 +314,9 @@ func (m *Manager) planAndCommit(ctx context.Context, l, prev *climate.Lease, opt
 				chosen = allocationsOf(l)
 			}
 			invRev = a.Index.InventoryRevision
-			if m.writesTakeTurns() && err == nil {
-				c := m.cfg.Cleaning
-				held = heldOn(a, resource.IDs(chosen), l.Start.Add(-c), l.End.Add(c), l.ID, now)
+			recheck = climate.AllocationFilter{ResourceIDs: resource.IDs(chosen), From: l.Start.Add(-c), To: l.End.Add(c), ExcludeLeaseID: l.ID}
+			if climate.WritesTakeTurns(m.store) && err == nil {
+				held = heldOn(a, recheck, now)
 			}
 			capacity = capacities(a, chosen)
 			onHosts, onOthers = splitHosts(a, chosen)
@@ -350,7 +351,7 @@ func (m *Manager) planAndCommit(ctx context.Context, l, prev *climate.Lease, opt
 					return err
 				}
 				if !logged {
-					if others, err = tx.ListAllocations(ctx, climate.AllocationFilter{ResourceIDs: resource.IDs(chosen), From: l.Start.Add(-c), To: l.End.Add(c), ExcludeLeaseID: l.ID}); err != nil {
+					if others, err = tx.ListAllocations(ctx, recheck); err != nil {
 						return err
 					}
 				}

@@ -22,38 +22,31 @@ type heldAt struct {
 	holds    []climate.Allocation
 }
 
-// heldOn takes what v holds on ids over [from, to) (to zero: unbounded), lease skip's
-// aside, or nil when the index may not hold all of it: a window reaching back past what
-// a rebuilt index keeps (an active lease's update, a listing of the past).
-func heldOn(v *resource.View, ids []string, from, to time.Time, skip string, now time.Time) *heldAt {
-	if len(ids) == 0 || from.Before(now.Add(-historyKept)) {
+// heldOn takes what v holds where f asks (its resources over its window, its excluded
+// lease aside), or nil when the index may not hold all of it: no window start, or one
+// reaching back past what a rebuilt index keeps (an active lease's update).
+func heldOn(v *resource.View, f climate.AllocationFilter, now time.Time) *heldAt {
+	if len(f.ResourceIDs) == 0 || f.From.IsZero() || f.From.Before(now.Add(-historyKept)) {
 		return nil
 	}
+	to := f.To
 	if to.IsZero() {
 		to = time.UnixMicro(math.MaxInt64)
 	}
-	return &heldAt{revision: v.Index.AllocationRevision, ids: ids, from: from, to: to, skip: skip,
-		holds: v.Holds(ids, from, to, skip)}
-}
-
-// writesTakeTurns reports whether the store's write transactions run one at a time and
-// read their own revisions (SQLite), rather than side by side with revisions stamped at
-// commit (climate.CommitStamped: PostgreSQL).
-func (m *Manager) writesTakeTurns() bool {
-	_, stamped := m.store.(climate.CommitStamped)
-	return !stamped
+	return &heldAt{revision: v.Index.AllocationRevision, ids: f.ResourceIDs, from: f.From, to: to, skip: f.ExcludeLeaseID,
+		holds: v.Holds(f.ResourceIDs, f.From, to, f.ExcludeLeaseID)}
 }
 
 // holdsOn is heldOn on the current view, for a transaction about to list f's allocations
 // (f.ResourceIDs set); nil on a store whose transactions do not run one at a time
 // (climate.CommitStamped), which keeps an index by resource and locks what it reads.
 func (m *Manager) holdsOn(ctx context.Context, f climate.AllocationFilter) (*heldAt, error) {
-	if !m.writesTakeTurns() || f.From.IsZero() {
-		return nil, nil
+	if !climate.WritesTakeTurns(m.store) || len(f.ResourceIDs) == 0 || f.From.IsZero() {
+		return nil, nil // nothing heldOn would take
 	}
 	var held *heldAt
 	err := m.view(ctx, func(v *resource.View) error {
-		held = heldOn(v, f.ResourceIDs, f.From, f.To, f.ExcludeLeaseID, m.now())
+		held = heldOn(v, f, m.now())
 		return nil
 	})
 	return held, err
@@ -68,11 +61,11 @@ func allocationsOn(ctx context.Context, tx climate.Tx, held *heldAt, f climate.A
 		return tx.ListAllocations(ctx, f)
 	}
 	holds, ok, err := held.asOf(ctx, tx)
-	if err != nil || !ok {
-		if err == nil {
-			return tx.ListAllocations(ctx, f)
-		}
+	if err != nil {
 		return nil, err
+	}
+	if !ok {
+		return tx.ListAllocations(ctx, f)
 	}
 	f.LeaseIDs = []string{}
 	seen := map[string]bool{}

@@ -402,13 +402,12 @@ func (m *Manager) horizon(now time.Time, only map[string]bool) climate.Allocatio
 func (m *Manager) readHorizon(ctx context.Context, now time.Time, only map[string]bool) (func(climate.Tx) ([]climate.Allocation, error), error) {
 	f := m.horizon(now, only)
 	inTx := func(tx climate.Tx) ([]climate.Allocation, error) { return tx.ListAllocations(ctx, f) }
+	if !climate.WritesTakeTurns(m.store) {
+		return inTx, nil
+	}
 	var allocs []climate.Allocation
 	var since int64
-	serial := false
 	err := m.store.View(ctx, func(tx climate.Tx) error {
-		if _, serial = tx.(climate.SerialLog); !serial {
-			return nil
-		}
 		var err error
 		if since, err = tx.AllocationRevision(ctx); err != nil {
 			return err
@@ -416,8 +415,8 @@ func (m *Manager) readHorizon(ctx context.Context, now time.Time, only map[strin
 		allocs, err = tx.ListAllocations(ctx, f)
 		return err
 	})
-	if err != nil || !serial {
-		return inTx, err
+	if err != nil {
+		return nil, err
 	}
 	return func(tx climate.Tx) ([]climate.Allocation, error) {
 		lg, ok := tx.(climate.SerialLog)

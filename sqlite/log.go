@@ -39,7 +39,7 @@ func (t *tx) AllocationChangesOn(ctx context.Context, since int64, ids []string,
 }
 
 // onResources is AllocationChangesOn's condition on the log's rows.
-const onResources = ` AND resource_id IN (SELECT value FROM json_each(?)) AND end_at > ? AND start_at < ?`
+var onResources = ` AND resource_id` + dialect.InList + ` AND end_at > ? AND start_at < ?`
 
 // changesQuery reads the log's rows after a revision that match where.
 func changesQuery(where string) string {
