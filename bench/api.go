@@ -127,6 +127,12 @@ type apiRunReport struct {
 	// whole (the servers' climate_index_refreshes_total; absent with --url).
 	IndexCatchUps *int `json:"index_catch_ups,omitempty"`
 	IndexRebuilds *int `json:"index_rebuilds,omitempty"`
+	// WriterMSPerRequest is the servers' writers' time over the run (their
+	// climate_store_writer_busy_seconds_total) per answered request, and WritersBusy how
+	// many writers were busy on average: SQLite has one, and near 1 it bounds the rate at
+	// 1,000 / WriterMSPerRequest a second (absent with --url).
+	WriterMSPerRequest *float64 `json:"writer_ms_per_request,omitempty"`
+	WritersBusy        *float64 `json:"writers_busy,omitempty"`
 	// WALPerRequestKiB is what PostgreSQL wrote to its WAL per answered request, the
 	// whole cluster's (absent on SQLite and with --url).
 	WALPerRequestKiB   *float64 `json:"wal_per_request_kib,omitempty"`
@@ -339,7 +345,12 @@ func (b *apiBench) runSet(ctx context.Context, l *serverLauncher, k, n int, o *A
 // storeWrites are write counts from servers' /metrics: their writes, the database
 // transactions those took and, on PostgreSQL, those transactions' round trips; their
 // commits planned again after losing a race; and their indexes' catch-ups and rebuilds.
-type storeWrites struct{ writes, transactions, roundTrips, replans, catchUps, rebuilds float64 }
+type storeWrites struct {
+	writes, transactions, roundTrips, replans, catchUps, rebuilds float64
+	// busy is the writers' time in seconds, when every server tells it (hasBusy).
+	busy    float64
+	hasBusy bool
+}
 
 // serverWrites sums the write counts of the benchmark's own servers: nil with --url, or
 // when a server does not tell them (b.writesUnknown then says why).
@@ -347,7 +358,7 @@ func (b *apiBench) serverWrites(ctx context.Context) *storeWrites {
 	if len(b.pids) == 0 || b.writesUnknown != nil {
 		return nil
 	}
-	var sum storeWrites
+	sum := storeWrites{hasBusy: true}
 	for _, base := range b.bases {
 		w, ok, err := b.writeCounts(ctx, base)
 		if err == nil && !ok {
@@ -363,6 +374,8 @@ func (b *apiBench) serverWrites(ctx context.Context) *storeWrites {
 		sum.replans += w.replans
 		sum.catchUps += w.catchUps
 		sum.rebuilds += w.rebuilds
+		sum.busy += w.busy
+		sum.hasBusy = sum.hasBusy && w.hasBusy
 	}
 	return &sum
 }
@@ -385,6 +398,11 @@ func (b *apiBench) countWrites(ctx context.Context, before *storeWrites, run *ap
 	run.Replans = since(after.replans, before.replans)
 	run.IndexCatchUps = since(after.catchUps, before.catchUps)
 	run.IndexRebuilds = since(after.rebuilds, before.rebuilds)
+	if answered := run.Created + run.NoCapacity; after.hasBusy && before.hasBusy && answered > 0 && run.Seconds > 0 {
+		busy := after.busy - before.busy
+		perRequest, onAverage := busy*1000/float64(answered), busy/run.Seconds
+		run.WriterMSPerRequest, run.WritersBusy = &perRequest, &onAverage
+	}
 }
 
 // loadAPIBook loads the book of o into the SQLite database in dir or PostgreSQL at

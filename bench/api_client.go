@@ -369,8 +369,9 @@ func (b *apiBench) create(ctx context.Context, base string, i int, dryRun bool) 
 
 // writeCounts reads a server's climate_store_writes_total,
 // climate_store_write_transactions_total, climate_store_write_round_trips_total (none on
-// SQLite: zero), climate_commit_conflicts_total and climate_index_refreshes_total from
-// its /metrics; ok is false when it lacks the write counts or the refreshes.
+// SQLite: zero), climate_commit_conflicts_total, climate_index_refreshes_total and
+// climate_store_writer_busy_seconds_total (a server before it lacks it: hasBusy) from its
+// /metrics; ok is false when it lacks the write counts or the refreshes.
 func (b *apiBench) writeCounts(ctx context.Context, base string) (w storeWrites, ok bool, err error) {
 	status, body, err := b.do(ctx, http.MethodGet, base+"/metrics", nil)
 	if err != nil {
@@ -390,6 +391,7 @@ func (b *apiBench) writeCounts(ctx context.Context, base string) (w storeWrites,
 		"climate_commit_conflicts_total":                {&w.replans, false},
 		`climate_index_refreshes_total{how="catch_up"}`: {&w.catchUps, true},
 		`climate_index_refreshes_total{how="rebuild"}`:  {&w.rebuilds, true},
+		"climate_store_writer_busy_seconds_total":       {&w.busy, false},
 	}
 	missing := 0
 	for _, sr := range series {
@@ -406,6 +408,7 @@ func (b *apiBench) writeCounts(ctx context.Context, base string) (w storeWrites,
 		if *sr.dest, err = strconv.ParseFloat(value, 64); err != nil {
 			return w, false, fmt.Errorf("reading /metrics: %s: %w", name, err)
 		}
+		w.hasBusy = w.hasBusy || sr.dest == &w.busy
 		if sr.required {
 			missing--
 		}

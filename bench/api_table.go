@@ -147,15 +147,21 @@ func writeWAL(w io.Writer, runs []apiRunReport, replicas bool) {
 	})
 }
 
-// writeReplans prints how many of each run's commits lost a race to a concurrent writer
-// and were planned again, and how many times the servers' indexes were caught up and
-// rebuilt, when the servers told.
+// writeReplans prints, when the servers told, how many of each run's commits lost a race
+// to a concurrent writer and were planned again, the writers' time a request and how busy
+// they were, and how many times the servers' indexes were caught up and rebuilt.
 func writeReplans(w io.Writer, runs []apiRunReport, replicas bool) {
 	writeRunFigures(w, runs, replicas, "Commits planned again after losing a race to a concurrent writer (climate_commit_conflicts_total)", func(r apiRunReport) string {
 		if r.Replans == nil {
 			return ""
 		}
 		return strconv.Itoa(*r.Replans)
+	})
+	writeRunFigures(w, runs, replicas, "The servers' writers' time a request, and how many were busy on average (climate_store_writer_busy_seconds_total; SQLite has one writer: busy near 1, it bounds the rate)", func(r apiRunReport) string {
+		if r.WriterMSPerRequest == nil || r.WritersBusy == nil {
+			return ""
+		}
+		return fmt.Sprintf("%.2f ms, %.2f busy", *r.WriterMSPerRequest, *r.WritersBusy)
 	})
 	writeRunFigures(w, runs, replicas, "The servers' index refreshes to other replicas' commits, from the log and whole (climate_index_refreshes_total)", func(r apiRunReport) string {
 		if r.IndexCatchUps == nil || r.IndexRebuilds == nil {

@@ -72,7 +72,8 @@ func TestBenchAPIAgainstRunningServer(t *testing.T) {
 
 	rep := runAPIForTest(t, APIOptions{URL: url, Requests: 15, Clients: []int{1, 3, 1}})
 	checkAPIRuns(t, rep, []int{1, 3, 1}, 15)
-	if rep.Server != url || rep.PeakRSSMiB != nil || rep.Hosts != 0 || rep.Kind != "plain" || rep.Runs[0].Replans != nil {
+	if rep.Server != url || rep.PeakRSSMiB != nil || rep.Hosts != 0 || rep.Kind != "plain" || rep.Runs[0].Replans != nil ||
+		rep.Runs[0].WriterMSPerRequest != nil {
 		t.Errorf("report: %+v", rep)
 	}
 	// Each run posts the same requests on the same book: the runs' leases are deleted
@@ -128,6 +129,11 @@ func TestBenchAPISubprocess(t *testing.T) {
 		}
 		if r.Replans == nil || *r.Replans < 0 {
 			t.Errorf("run of %d clients: re-plans %v, want the servers' count", r.Clients, r.Replans)
+		}
+		// Every creation is a write transaction of SQLite's one writer, which cannot be busy
+		// longer than the run (give or take the scrapes around it).
+		if r.WriterMSPerRequest == nil || *r.WriterMSPerRequest <= 0 || r.WritersBusy == nil || *r.WritersBusy <= 0 || *r.WritersBusy > 1.2 {
+			t.Errorf("run of %d clients: writer %s ms a request, %s busy; want some time, one writer at most", r.Clients, orNone(r.WriterMSPerRequest), orNone(r.WritersBusy))
 		}
 		// One server: its own commits keep its index current, built once before the runs.
 		if r.IndexCatchUps == nil || r.IndexRebuilds == nil || *r.IndexCatchUps != 0 || *r.IndexRebuilds != 0 {
@@ -214,4 +220,12 @@ func TestPercentileAndVmHWM(t *testing.T) {
 	if strings.Join(env, " ") != "PATH=/bin HOME=/root" {
 		t.Errorf("env %v", env)
 	}
+}
+
+// orNone prints a measured figure, or "none".
+func orNone(v *float64) string {
+	if v == nil {
+		return "none"
+	}
+	return fmt.Sprint(*v)
 }

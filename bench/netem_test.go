@@ -194,6 +194,11 @@ func TestBenchAPIWithDatabaseDelay(t *testing.T) {
 		if r.MedianMS < 1 {
 			t.Errorf("run %d: median %v ms, below the 1 ms round trip", i, r.MedianMS)
 		}
+		// And its writer waits for them: a transaction takes at least two, shared by at
+		// most the two clients' creations.
+		if r.WriterMSPerRequest == nil || *r.WriterMSPerRequest < 1 || r.WritersBusy == nil || *r.WritersBusy <= 0 {
+			t.Errorf("run %d: writers' time %s ms a request, %s busy; want at least the 1 ms round trip", i, orNone(r.WriterMSPerRequest), orNone(r.WritersBusy))
+		}
 	}
 	if rep.DatabaseDelayMS != 1 || !strings.Contains(rep.DatabaseLink, link.netns) || rep.Replicas != 2 || len(rep.ReplicaPeakRSSMiB) != 2 {
 		t.Errorf("report: %+v", rep)

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"climate"
 )
@@ -43,6 +44,8 @@ type Queue[T Queued] struct {
 	// share says how many of the writers take new requests (Limit).
 	share   atomic.Pointer[share]
 	writers int
+	// busy is the time the writers have spent in run, summed over writers (Busy).
+	busy atomic.Int64
 }
 
 // Start starts writers goroutines taking batches of at most max requests for run.
@@ -87,6 +90,11 @@ func (q *Queue[T]) Limit(n int) {
 	old := q.share.Swap(&share{limit: min(max(n, 1), q.writers), changed: make(chan struct{})})
 	close(old.changed) // each share is swapped out once, so closed once
 }
+
+// Busy returns how long the writers have spent running batches, summed over writers:
+// over a span of time, the busy time it adds divided by the span is how many writers were
+// busy on average. A single writer busy all the time is what bounds a store's writes.
+func (q *Queue[T]) Busy() time.Duration { return time.Duration(q.busy.Load()) }
 
 // Writers returns how many writers the queue has.
 func (q *Queue[T]) Writers() int { return q.writers }
@@ -183,7 +191,9 @@ func (q *Queue[T]) loop(i int) {
 		}
 		carried = nil
 		if len(live) > 0 {
+			t0 := time.Now()
 			carried = q.run(live)
+			q.busy.Add(int64(time.Since(t0)))
 		}
 	}
 }

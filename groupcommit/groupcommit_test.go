@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
 )
 
 // req is a test request: run records the names of each batch it is given.
@@ -245,6 +246,34 @@ func TestCarriedRunAboveTheLimit(t *testing.T) {
 			default:
 				t.Errorf("%s, handed back to the writer above the limit, was not run again", name)
 			}
+		}
+	})
+}
+
+// Busy adds up the time writers spend running batches, over all writers, and not the
+// time they wait for requests.
+func TestBusyCountsRunningNotWaiting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := Start(2, 1, errClosed, func(batch []*req) []*req {
+			time.Sleep(3 * time.Second) // the fake clock's: exactly 3 s a batch
+			for _, r := range batch {
+				r.Answer(nil)
+			}
+			return nil
+		})
+		defer q.Close()
+		time.Sleep(time.Minute) // idle writers are not busy
+		if b := q.Busy(); b != 0 {
+			t.Fatalf("idle for a minute: busy %v, want 0", b)
+		}
+		a, b := submit(q, context.Background(), "a"), submit(q, context.Background(), "b")
+		for _, out := range []<-chan error{a, b} {
+			if err := <-out; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if b := q.Busy(); b != 6*time.Second {
+			t.Errorf("two writers, a batch of 3 s each: busy %v, want 6s", b)
 		}
 	})
 }

@@ -22,6 +22,12 @@ type WriteCounter interface {
 	Writes() (writes, transactions int64)
 }
 
+// WriterBusyCounter is a Store that tells how long its writers have spent running write
+// transactions, summed over writers (both stores' do).
+type WriterBusyCounter interface {
+	WriterBusy() time.Duration
+}
+
 // RoundTripCounter is a Store that counts its write transactions' round trips to the
 // database (PostgreSQL's does; SQLite's has none).
 type RoundTripCounter interface {
@@ -62,6 +68,9 @@ var (
 		"Writes (store updates) this process committed.", nil, nil)
 	transactionsDesc = prometheus.NewDesc("climate_store_write_transactions_total",
 		"Database transactions those writes took (group commit runs several writes in one).", nil, nil)
+	writerBusyDesc = prometheus.NewDesc("climate_store_writer_busy_seconds_total",
+		"Seconds the store's writers spent running write transactions, summed over writers. SQLite has one: "+
+			"near 1 second a second, writes wait for it.", nil, nil)
 	roundTripsDesc = prometheus.NewDesc("climate_store_write_round_trips_total",
 		"Round trips to the database those write transactions took, BEGIN and COMMIT included.", nil, nil)
 )
@@ -76,6 +85,9 @@ func (c *StoreCollector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- writesDesc
 		ch <- transactionsDesc
 	}
+	if _, ok := c.Store.(WriterBusyCounter); ok {
+		ch <- writerBusyDesc
+	}
 	if _, ok := c.Store.(RoundTripCounter); ok {
 		ch <- roundTripsDesc
 	}
@@ -88,6 +100,9 @@ func (c *StoreCollector) Collect(ch chan<- prometheus.Metric) {
 		writes, txs := wc.Writes()
 		ch <- prometheus.MustNewConstMetric(writesDesc, prometheus.CounterValue, float64(writes))
 		ch <- prometheus.MustNewConstMetric(transactionsDesc, prometheus.CounterValue, float64(txs))
+	}
+	if bc, ok := c.Store.(WriterBusyCounter); ok {
+		ch <- prometheus.MustNewConstMetric(writerBusyDesc, prometheus.CounterValue, bc.WriterBusy().Seconds())
 	}
 	if rc, ok := c.Store.(RoundTripCounter); ok {
 		ch <- prometheus.MustNewConstMetric(roundTripsDesc, prometheus.CounterValue, float64(rc.WriteRoundTrips()))

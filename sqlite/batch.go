@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"time"
 
 	"climate"
 	"climate/groupcommit"
@@ -132,4 +133,14 @@ func (s *Store) commit(sqlTx *sql.Tx, results []error) error {
 // transactions (metrics.WriteCounter): with group commit, several share one.
 func (s *Store) Writes() (writes, transactions int64) {
 	return s.counts.Load()
+}
+
+// WriterBusy returns how long the writer has spent running write transactions
+// (metrics.WriterBusyCounter): SQLite has one, so its share of a span of time is how
+// busy the one thing all writes wait for was.
+func (s *Store) WriterBusy() time.Duration {
+	if s.writes == nil {
+		return 0
+	}
+	return s.writes.Busy()
 }
