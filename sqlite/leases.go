@@ -38,12 +38,13 @@ func (t *tx) InsertLease(ctx context.Context, l *climate.Lease) error {
 const rowsPerInsert = 16
 
 // insertRows inserts rows (each of width values) into table's columns with one INSERT
-// per rowsPerInsert rows: a statement costs about as much as a row.
+// per rowsPerInsert rows, a statement costing about as much as a row, binding what the
+// rows share once (sharedValues).
 func (t *tx) insertRows(ctx context.Context, table, columns string, width int, args []any) error {
 	for len(args) > 0 {
 		n := min(len(args)/width, rowsPerInsert)
-		q := `INSERT INTO ` + table + ` (` + columns + `) VALUES ` + sqlcore.ValuesRows(width, n)
-		if _, err := t.q.ExecContext(ctx, q, args[:n*width]...); err != nil {
+		values, bound := sharedValues(width, n, args[:n*width])
+		if _, err := t.q.ExecContext(ctx, `INSERT INTO `+table+` (`+columns+`) VALUES `+values, bound...); err != nil {
 			return err
 		}
 		args = args[n*width:]

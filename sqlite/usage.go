@@ -23,8 +23,8 @@ func (t *tx) PutUsage(ctx context.Context, rs []climate.UsageRecord) error {
 		for i := range rs[:n] {
 			args = dialect.AppendUsageArgs(args, &rs[i])
 		}
-		q := `INSERT OR REPLACE INTO usage_records (` + sqlcore.UsageColumns + `) VALUES ` + sqlcore.ValuesRows(18, n)
-		if _, err := t.q.ExecContext(ctx, q, args...); err != nil {
+		values, bound := sharedValues(18, n, args)
+		if _, err := t.q.ExecContext(ctx, `INSERT OR REPLACE INTO usage_records (`+sqlcore.UsageColumns+`) VALUES `+values, bound...); err != nil {
 			return internal(err)
 		}
 		rs = rs[n:]
