@@ -155,6 +155,13 @@ type SerialLog interface {
 	AllocationChangesOn(ctx context.Context, since int64, ids []string, from, to time.Time) (changes []AllocationChange, ok bool, err error)
 }
 
+// RevisionsReader is implemented by the Tx of stores that read AllocationRevision and
+// InventoryRevision in one statement (SQLite): a commit reads both after its write, and
+// each statement is work for SQLite's one writer.
+type RevisionsReader interface {
+	Revisions(ctx context.Context) (allocation, inventory int64, err error)
+}
+
 // WritesTakeTurns reports whether s's write transactions run one at a time and read their
 // own revisions (SQLite, whose Tx is a SerialLog), rather than side by side with
 // revisions stamped at commit (CommitStamped: PostgreSQL).

@@ -407,10 +407,12 @@ func (m *Manager) commitGated(ctx context.Context, write func(climate.Tx) error,
 		if err := write(tx); err != nil {
 			return err
 		}
-		if after, err = tx.AllocationRevision(ctx); err != nil {
-			return err
+		if rr, ok := tx.(climate.RevisionsReader); ok {
+			after, inventory, err = rr.Revisions(ctx)
+		} else if after, err = tx.AllocationRevision(ctx); err == nil {
+			inventory, err = tx.InventoryRevision(ctx)
 		}
-		if inventory, err = tx.InventoryRevision(ctx); err != nil {
+		if err != nil {
 			return err
 		}
 		if lg, ok := tx.(climate.AllocationLog); ok && !exact && after != before && m.indexAtOrBefore(before) {

@@ -118,13 +118,19 @@ func (t *Tx) SetHostPower(ctx context.Context, p *climate.HostPower) error {
 // store's own: SQLite's is its log's newest revision, PostgreSQL's a counter the commit
 // stamp moves.)
 func (t *Tx) InventoryRevision(ctx context.Context) (int64, error) {
-	return t.Meta(ctx, "inventory_revision")
+	return t.Meta(ctx, InventoryKey)
 }
+
+// InventoryKey is the inventory revision's key in the meta table.
+const InventoryKey = "inventory_revision"
+
+// MetaQuery reads the counter of a key (its parameter) from the meta table.
+const MetaQuery = `SELECT value FROM meta WHERE key = ?`
 
 // Meta returns the counter key of the meta table.
 func (t *Tx) Meta(ctx context.Context, key string) (int64, error) {
 	var v int64
-	err := t.Q.QueryRow(ctx, `SELECT value FROM meta WHERE key = ?`, key).Scan(&v)
+	err := t.Q.QueryRow(ctx, MetaQuery, key).Scan(&v)
 	return v, t.D.Err(err)
 }
 

@@ -1,10 +1,14 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
+	"database/sql"
+	"slices"
 	"time"
 
 	"climate"
+	"climate/sqlcore"
 )
 
 var _ climate.AllocationLog = (*tx)(nil)
@@ -13,12 +17,23 @@ var _ climate.AllocationLog = (*tx)(nil)
 // (0020_allocation_log_appended.sql): pruneLog deletes only older ones.
 const logSlots = 10000
 
-// AllocationRevision returns the allocations' change counter: the newest revision in the
+// newestRevision is the allocations' change counter: the newest revision in the
 // allocation log, which the triggers on allocations append to.
+const newestRevision = `SELECT max(revision) FROM allocation_log`
+
+// AllocationRevision returns the allocations' change counter.
 func (t *tx) AllocationRevision(ctx context.Context) (int64, error) {
 	var rev int64
-	err := t.q.QueryRowContext(ctx, `SELECT max(revision) FROM allocation_log`).Scan(&rev)
+	err := t.q.QueryRowContext(ctx, newestRevision).Scan(&rev)
 	return rev, internal(err)
+}
+
+var _ climate.RevisionsReader = (*tx)(nil)
+
+// Revisions returns AllocationRevision and InventoryRevision, read in one statement.
+func (t *tx) Revisions(ctx context.Context) (allocation, inventory int64, err error) {
+	err = t.q.QueryRowContext(ctx, `SELECT (`+newestRevision+`), (`+sqlcore.MetaQuery+`)`, sqlcore.InventoryKey).Scan(&allocation, &inventory)
+	return allocation, inventory, internal(err)
 }
 
 var _ climate.SerialLog = (*tx)(nil)
@@ -41,26 +56,23 @@ func (t *tx) AllocationChangesOn(ctx context.Context, since int64, ids []string,
 // onResources is AllocationChangesOn's condition on the log's rows.
 var onResources = ` AND resource_id` + dialect.InList + ` AND end_at > ? AND start_at < ?`
 
-// changesQuery reads the log's rows after a revision that match where.
+// changesQuery reads the log's floor and newest revision with the rows after a revision
+// that match where, in one statement: the two come with every row, and with one row of
+// NULL log columns when none matches, as the floor must be checked however few match.
+// The rows come in the log's order as it is searched; changes sorts them all the same, as
+// an ORDER BY here would sort them in a temporary b-tree.
 func changesQuery(where string) string {
-	return `SELECT revision, added, id, reservation_id, lease_id, resource_id, start_at, end_at,
-		slots, vcpus, memory_mb, disk_gb, preemptible
-		FROM allocation_log WHERE revision > ?` + where + ` ORDER BY revision`
+	return `SELECT f.floor, f.newest, l.revision, l.added, l.id, l.reservation_id, l.lease_id, l.resource_id,
+		l.start_at, l.end_at, l.slots, l.vcpus, l.memory_mb, l.disk_gb, l.preemptible
+		FROM (SELECT (SELECT value FROM meta WHERE key = 'allocation_log_floor') AS floor,
+			(SELECT max(revision) FROM allocation_log) AS newest) f
+		LEFT JOIN allocation_log l ON l.revision > ?` + where
 }
 
-// changes reads the log after since, the rows matching where (conditions with args).
+// changes reads the log after since, the rows matching where (conditions on the log's
+// columns, with args). ok is false, and nothing is returned, when since is below the floor
+// or pruned.
 func (t *tx) changes(ctx context.Context, since int64, where string, args ...any) ([]climate.AllocationChange, bool, error) {
-	var floor, rev int64
-	if err := t.q.QueryRowContext(ctx, `SELECT (SELECT value FROM meta WHERE key = 'allocation_log_floor'),
-		(SELECT max(revision) FROM allocation_log)`).Scan(&floor, &rev); err != nil {
-		return nil, false, internal(err)
-	}
-	if since < max(floor, rev-logSlots) {
-		return nil, false, nil
-	}
-	if since >= rev {
-		return nil, true, nil
-	}
 	// The migration's marker row (added = -1) sits at the floor, never after since.
 	rows, err := t.q.QueryContext(ctx, changesQuery(where), append([]any{since}, args...)...)
 	if err != nil {
@@ -68,21 +80,32 @@ func (t *tx) changes(ctx context.Context, since int64, where string, args ...any
 	}
 	defer rows.Close()
 	var out []climate.AllocationChange
+	var floor, newest int64
 	for rows.Next() {
-		var c climate.AllocationChange
-		var added bool
-		var start, end int64
-		a := &c.Allocation
-		if err := rows.Scan(&c.Revision, &added, &a.ID, &a.ReservationID, &a.LeaseID, &a.ResourceID, &start, &end,
-			&a.Slots, &a.Size.VCPUs, &a.Size.MemoryMB, &a.Size.DiskGB, &a.Preemptible); err != nil {
+		var rev sql.Null[int64]
+		var preemptible sql.Null[bool]
+		var added sql.Null[int64] // 1 or 0; -1 on the floor's marker row, read only when since is below it
+		var id, reservation, lease, resource sql.Null[string]
+		var start, end, slots, vcpus, memory, disk sql.Null[int64]
+		if err := rows.Scan(&floor, &newest, &rev, &added, &id, &reservation, &lease, &resource, &start, &end,
+			&slots, &vcpus, &memory, &disk, &preemptible); err != nil {
 			return nil, false, internal(err)
 		}
-		c.Removed, a.Start, a.End = !added, fromMicros(start), fromMicros(end)
-		out = append(out, c)
+		if !rev.Valid { // no row matches
+			continue
+		}
+		out = append(out, climate.AllocationChange{Revision: rev.V, Removed: added.V == 0, Allocation: climate.Allocation{
+			ID: id.V, ReservationID: reservation.V, LeaseID: lease.V, ResourceID: resource.V,
+			Start: fromMicros(start.V), End: fromMicros(end.V), Slots: int(slots.V), Preemptible: preemptible.V,
+			Size: climate.Size{VCPUs: int(vcpus.V), MemoryMB: int(memory.V), DiskGB: int(disk.V)}}})
 	}
 	if err := rows.Err(); err != nil {
 		return nil, false, internal(err)
 	}
+	if since < max(floor, newest-logSlots) {
+		return nil, false, nil
+	}
+	slices.SortFunc(out, func(a, b climate.AllocationChange) int { return cmp.Compare(a.Revision, b.Revision) })
 	return out, true, nil
 }
 

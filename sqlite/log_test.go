@@ -189,3 +189,48 @@ func TestAllocationLogStartsAtMigration(t *testing.T) {
 		t.Errorf("AllocationChanges(3): %+v, ok %v; want the 3 removals from revision 4", changes, ok)
 	}
 }
+
+// Revisions reads both counters in one statement: the same as reading each, after an
+// inventory change and after an allocation change.
+func TestRevisionsReadTogether(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, filepath.Join(t.TempDir(), "climate.db"))
+	defer s.Close()
+	check := func(step string) {
+		t.Helper()
+		err := s.Update(ctx, func(tx climate.Tx) error {
+			alloc, inv, err := tx.(climate.RevisionsReader).Revisions(ctx)
+			if err != nil {
+				return err
+			}
+			wantAlloc, err := tx.AllocationRevision(ctx)
+			if err != nil {
+				return err
+			}
+			wantInv, err := tx.InventoryRevision(ctx)
+			if err != nil {
+				return err
+			}
+			if alloc != wantAlloc || inv != wantInv {
+				t.Errorf("%s: Revisions %d and %d, want %d and %d", step, alloc, inv, wantAlloc, wantInv)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("empty")
+	h := &climate.Host{ID: "h1", HypervisorHostname: "h1", CreatedAt: time.Now()}
+	if err := s.Update(ctx, func(tx climate.Tx) error { return tx.InsertHost(ctx, h) }); err != nil {
+		t.Fatal(err)
+	}
+	check("after a host")
+	start := time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
+	if err := s.Update(ctx, func(tx climate.Tx) error {
+		return tx.InsertLease(ctx, hostLease("l1", []string{"h1"}, start, start.Add(time.Hour)))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	check("after a lease")
+}
