@@ -152,7 +152,10 @@ read and write system calls and bytes written per request (/proc/PID/io: files a
 sockets, figures the machine's noise does not move); on PostgreSQL the WAL written per
 request (the whole cluster's, from pg_current_wal_insert_lsn: a figure
 the machine's noise does not move, unlike the times) and the round trips per write; the
-writes a transaction (group commit) over all the runs; then the server's peak RSS.
+servers' writers' time per request and how many were busy on average (from their
+climate_store_writer_busy_seconds_total: SQLite has one writer, and busy near 1 it is what
+bounds the rate); the writes a transaction (group commit) over all the runs; then the
+server's peak RSS.
 
 --type chooses the reservation posted (the figures are the same):
 
