@@ -210,12 +210,7 @@ func (s *Store) Writes() (writes, transactions int64) {
 
 // WriterBusy returns how long the writers have spent running write transactions, summed
 // over writers (metrics.WriterBusyCounter).
-func (s *Store) WriterBusy() time.Duration {
-	if s.writes == nil {
-		return 0
-	}
-	return s.writes.Busy()
-}
+func (s *Store) WriterBusy() time.Duration { return s.writes.Busy() }
 
 // WriteRoundTrips returns how many round trips to the database those transactions took
 // in all, BEGIN and COMMIT included (metrics.RoundTripCounter): what a database a network

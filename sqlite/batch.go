@@ -138,9 +138,4 @@ func (s *Store) Writes() (writes, transactions int64) {
 // WriterBusy returns how long the writer has spent running write transactions
 // (metrics.WriterBusyCounter): SQLite has one, so its share of a span of time is how
 // busy the one thing all writes wait for was.
-func (s *Store) WriterBusy() time.Duration {
-	if s.writes == nil {
-		return 0
-	}
-	return s.writes.Busy()
-}
+func (s *Store) WriterBusy() time.Duration { return s.writes.Busy() }

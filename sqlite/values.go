@@ -55,27 +55,13 @@ func sharedValues(width, n int, args []any) (string, []any) {
 	return b.String(), out
 }
 
-// sameValue reports whether two arguments are the same value, for the kinds a row
-// holds that compare (a []byte never counts as the same).
+// sameValue reports whether two arguments are the same value, of the same kind. Only the
+// comparable kinds a row holds are compared (a []byte never counts as the same, and == on
+// two of them would panic); interfaces of different kinds are simply unequal.
 func sameValue(a, b any) bool {
-	switch x := a.(type) {
-	case string:
-		y, ok := b.(string)
-		return ok && x == y
-	case int64:
-		y, ok := b.(int64)
-		return ok && x == y
-	case int:
-		y, ok := b.(int)
-		return ok && x == y
-	case float64:
-		y, ok := b.(float64)
-		return ok && x == y
-	case bool:
-		y, ok := b.(bool)
-		return ok && x == y
-	case nil:
-		return b == nil
+	switch a.(type) {
+	case string, int64, int, float64, bool, nil:
+		return a == b
 	}
 	return false
 }
