@@ -307,7 +307,8 @@ func (m *Manager) dropPendingBefore(rev int64) {
 // run of changes goes in one call only while no removal follows an addition (it may remove
 // what was just added).
 func applyChanges(x *resource.View, changes []climate.AllocationChange) {
-	var removed, added []climate.Allocation
+	var removed []climate.Allocation
+	added := make([]climate.Allocation, 0, len(changes)) // a commit's changes are mostly additions
 	for _, c := range changes {
 		if c.Removed && len(added) > 0 {
 			x.Apply(removed, added)

@@ -181,8 +181,8 @@ func moveEnd(l *climate.Lease, end, now time.Time) {
 // others as they are once cut (for the re-check), and the preemptible leases to write.
 func (m *Manager) reclaim(ctx context.Context, tx climate.Tx, l *climate.Lease, onHosts, onOthers, others []climate.Allocation, capacity map[string]climate.Size, now time.Time) (after []climate.Allocation, cutLeases []*climate.Lease, removed, added []climate.Allocation, err error) {
 	c := m.cfg.Cleaning
-	if l.Start.Before(now.Add(m.cfg.PreemptionNotice + c)) {
-		return others, nil, nil, nil, nil
+	if l.Start.Before(now.Add(m.cfg.PreemptionNotice+c)) || !slices.ContainsFunc(others, isPreemptible) {
+		return others, nil, nil, nil, nil // nothing to take back: no maps built
 	}
 	// Per resource: the cleaning time kept after its holds, l's allocations and the
 	// others' there, and whether to cut.
@@ -232,6 +232,8 @@ func (m *Manager) reclaim(ctx context.Context, tx climate.Tx, l *climate.Lease, 
 	}
 	return after, cutLeases, removed, added, nil
 }
+
+func isPreemptible(a climate.Allocation) bool { return a.Preemptible }
 
 // takeBack reports whether preemptible allocation o can be cut at at: it started
 // before and runs past it.

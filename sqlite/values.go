@@ -3,6 +3,8 @@ package sqlite
 import (
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // sharedValues returns the VALUES rows of a multi-row INSERT of n rows of width columns
@@ -24,11 +26,57 @@ func sharedValues(width, n int, args []any) (string, []any) {
 		}
 	}
 	out := make([]any, 0, len(args))
-	num := make([]int, width) // a shared column's parameter number
 	for c, s := range shared {
 		if s {
 			out = append(out, args[c])
-			num[c] = len(out)
+		}
+	}
+	for r := range n {
+		for c, s := range shared {
+			if !s {
+				out = append(out, args[r*width+c])
+			}
+		}
+	}
+	return valuesText(width, n, shared), out
+}
+
+// valuesKey names a VALUES text: the rows' width and number, and which columns are shared.
+type valuesKey struct {
+	width, n int
+	shared   uint64
+}
+
+// valuesTexts keeps the VALUES texts made (a few a kind of write: their row counts), so
+// that the writer builds each once, not once a statement.
+var valuesTexts sync.Map // valuesKey → string
+
+// maxValuesTexts bounds valuesTexts, in case a caller's row counts vary without end.
+const maxValuesTexts = 1024
+
+var valuesTextsKept atomic.Int64
+
+// valuesText returns the VALUES rows sharedValues numbers its arguments for: ?1 … for the
+// shared columns, then each row's other values.
+func valuesText(width, n int, shared []bool) string {
+	key := valuesKey{width: width, n: n}
+	cacheable := width <= 64
+	for c, s := range shared {
+		if s && cacheable {
+			key.shared |= 1 << c
+		}
+	}
+	if cacheable {
+		if t, ok := valuesTexts.Load(key); ok {
+			return t.(string)
+		}
+	}
+	num := make([]int, width) // a shared column's parameter number
+	k := 0
+	for c, s := range shared {
+		if s {
+			k++
+			num[c] = k
 		}
 	}
 	var b strings.Builder
@@ -42,17 +90,20 @@ func sharedValues(width, n int, args []any) (string, []any) {
 			if c > 0 {
 				b.WriteString(", ")
 			}
-			k := num[c]
 			if !shared[c] {
-				out = append(out, args[r*width+c])
-				k = len(out)
+				k++
+				num[c] = k
 			}
 			b.WriteByte('?')
-			b.WriteString(strconv.Itoa(k))
+			b.WriteString(strconv.Itoa(num[c]))
 		}
 		b.WriteByte(')')
 	}
-	return b.String(), out
+	t := b.String()
+	if cacheable && valuesTextsKept.Add(1) <= maxValuesTexts {
+		valuesTexts.Store(key, t)
+	}
+	return t
 }
 
 // sameValue reports whether two arguments are the same value, of the same kind. Only the

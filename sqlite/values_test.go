@@ -12,16 +12,26 @@ import (
 
 // A multi-row insert binds the values its rows share once and the others a row each:
 // every row reads back as it was given, whichever columns are shared, NULLs and blobs
-// included, and so does a single row.
+// included, and so does a single row. The second set of rows has the first's shape but
+// shares other columns, so a VALUES text kept for the first (valuesText) must not serve it.
 func TestInsertRowsSharingValues(t *testing.T) {
-	ctx := context.Background()
 	s := open(t, filepath.Join(t.TempDir(), "climate.db"))
 	defer s.Close()
-	rows := [][]any{
+	for _, rows := range [][][]any{{
 		{"l1", int64(1), nil, 1.5, []byte("x"), true},
 		{"l1", int64(2), nil, 1.5, []byte("x"), true},
 		{"l2", int64(2), nil, 1.5, []byte("y"), true},
+	}, {
+		{"l3", int64(7), "n", 2.5, []byte("x"), false},
+		{"l3", int64(7), "n", 3.5, []byte("x"), false},
+		{"l3", int64(7), "m", 4.5, []byte("y"), false},
+	}} {
+		insertAndReadBack(t, s, rows)
 	}
+}
+
+func insertAndReadBack(t *testing.T, s *Store, rows [][]any) {
+	ctx := context.Background()
 	for _, n := range []int{3, 1} {
 		var args []any
 		for _, r := range rows[:n] {

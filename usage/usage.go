@@ -100,7 +100,12 @@ func syncRecords(ctx context.Context, tx climate.Tx, l *climate.Lease, change Ch
 	}
 	holding := l.Status == climate.LeaseActive
 	over := deleted || isOver(l.Status)
-	var changed []climate.UsageRecord
+	allocations := 0
+	for i := range l.Reservations {
+		allocations += len(l.Reservations[i].Allocations)
+	}
+	// Sized once: grown record by record, they were a tenth of a creation's garbage.
+	changed := make([]climate.UsageRecord, 0, allocations+len(old))
 	var d climate.ProjectCharge // the change of the project's totals
 	keep := func(u, before climate.UsageRecord, existed bool) {
 		u.Cost = cost(&u)
@@ -120,7 +125,7 @@ func syncRecords(ctx context.Context, tx climate.Tx, l *climate.Lease, change Ch
 		}
 		changed = append(changed, u)
 	}
-	seen := map[string]bool{}
+	seen := make(map[string]bool, allocations)
 	if !deleted {
 		for i := range l.Reservations {
 			r := &l.Reservations[i]
