@@ -65,7 +65,7 @@ func changesQuery(where string) string {
 	return `SELECT f.floor, f.newest, l.revision, l.added, l.id, l.reservation_id, l.lease_id, l.resource_id,
 		l.start_at, l.end_at, l.slots, l.vcpus, l.memory_mb, l.disk_gb, l.preemptible
 		FROM (SELECT (SELECT value FROM meta WHERE key = 'allocation_log_floor') AS floor,
-			(SELECT max(revision) FROM allocation_log) AS newest) f
+			(` + newestRevision + `) AS newest) f
 		LEFT JOIN allocation_log l ON l.revision > ?` + where
 }
 

@@ -54,24 +54,35 @@ var valuesTexts sync.Map // valuesKey → string
 // maxValuesTexts bounds valuesTexts, in case a caller's row counts vary without end.
 const maxValuesTexts = 1024
 
+// valuesTextsKept counts the texts stored, against maxValuesTexts.
 var valuesTextsKept atomic.Int64
 
-// valuesText returns the VALUES rows sharedValues numbers its arguments for: ?1 … for the
-// shared columns, then each row's other values.
+// valuesText returns the VALUES rows sharedValues numbers its arguments for, kept by
+// shape (valuesTexts) when the shared columns fit a mask.
 func valuesText(width, n int, shared []bool) string {
+	if width > 64 {
+		return buildValuesText(width, n, shared)
+	}
 	key := valuesKey{width: width, n: n}
-	cacheable := width <= 64
 	for c, s := range shared {
-		if s && cacheable {
+		if s {
 			key.shared |= 1 << c
 		}
 	}
-	if cacheable {
-		if t, ok := valuesTexts.Load(key); ok {
-			return t.(string)
-		}
+	if t, ok := valuesTexts.Load(key); ok {
+		return t.(string)
 	}
-	num := make([]int, width) // a shared column's parameter number
+	t := buildValuesText(width, n, shared)
+	if valuesTextsKept.Add(1) <= maxValuesTexts {
+		valuesTexts.Store(key, t)
+	}
+	return t
+}
+
+// buildValuesText writes the VALUES rows: ?1 … for the shared columns, then each row's
+// other values in order.
+func buildValuesText(width, n int, shared []bool) string {
+	num := make([]int, width) // a column's parameter number in the row being written
 	k := 0
 	for c, s := range shared {
 		if s {
@@ -99,11 +110,7 @@ func valuesText(width, n int, shared []bool) string {
 		}
 		b.WriteByte(')')
 	}
-	t := b.String()
-	if cacheable && valuesTextsKept.Add(1) <= maxValuesTexts {
-		valuesTexts.Store(key, t)
-	}
-	return t
+	return b.String()
 }
 
 // sameValue reports whether two arguments are the same value, of the same kind. Only the

@@ -30,6 +30,8 @@ func TestInsertRowsSharingValues(t *testing.T) {
 	}
 }
 
+// insertAndReadBack inserts the first 3 rows, then the first alone, with insertRows in a
+// transaction it rolls back, and checks each reads back as given.
 func insertAndReadBack(t *testing.T, s *Store, rows [][]any) {
 	ctx := context.Background()
 	for _, n := range []int{3, 1} {
