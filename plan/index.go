@@ -53,6 +53,8 @@ type Index struct {
 	soft int
 	// unreservableHosts counts the hosts marked not reservable (for explanations).
 	unreservableHosts int
+	// hours marks the hosts busy over whole hours, which placements skip (busyhours.go).
+	hours busyHours
 }
 
 type interval struct {
@@ -282,7 +284,9 @@ func (x *Index) Apply(remove, add []climate.Allocation) {
 				if b[i].soft {
 					x.soft--
 				}
+				gone := b[i]
 				x.busy[p] = append(b[:i], b[i+1:]...)
+				x.refreshHours(p, gone)
 				break
 			}
 		}
@@ -306,6 +310,7 @@ func (x *Index) Apply(remove, add []climate.Allocation) {
 		copy(b[i+1:], b[i:])
 		b[i] = iv
 		x.busy[p] = b
+		x.refreshHours(p, iv)
 	}
 }
 
@@ -492,6 +497,12 @@ func (x *Index) PlaceHosts(r HostRequest) ([]string, Explanation, error) {
 	best := make([]choice, 0, want) // kept sorted by (demand, fit, pos), at most want long
 	exact, scanned, weighed := 0, 0, 0
 	enough := max(fitScan*want, minFitScan)
+	var proved hourMask // empty unless a new lease, for which every hold counts
+	read := 0           // busy hosts whose holds were read
+	if skip < 0 {
+		x.busyHours(&proved, s, e)
+		defer func() { x.scanned(&proved, read) }()
+	}
 	off := 0
 	if len(cands) > 0 {
 		off = r.Rotate % len(cands)
@@ -510,18 +521,25 @@ func (x *Index) PlaceHosts(r HostRequest) ([]string, Explanation, error) {
 		}
 		p := cands[(k+off)%len(cands)]
 		scanned++
-		id := x.hosts[p].ID
-		if r.Exclude[id] {
-			ex.Excluded++
-			continue
+		if len(r.Exclude) > 0 || taken { // a host's id is a cache miss of its own
+			id := x.hosts[p].ID
+			if r.Exclude[id] {
+				ex.Excluded++
+				continue
+			}
+			if taken && isChosen(id) {
+				ex.Free++
+				continue
+			}
 		}
-		if taken && isChosen(id) {
-			ex.Free++
+		if proved.busy(p) {
+			ex.Busy++
 			continue
 		}
 		free, reclaims, prevEnd, nextStart := x.neighbours(p, s, e, skip, reclaim)
 		if !free {
 			ex.Busy++
+			read++
 			continue
 		}
 		ex.Free++
