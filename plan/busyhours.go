@@ -157,8 +157,10 @@ func (x *Index) holdsHour(p int32, lo, hi int64) bool {
 }
 
 // refreshHours brings host p's bits up to date in the kept rows of the hours that hold
-// iv, added or just removed, wholly covered: the only rows the change can move.
-func (x *Index) refreshHours(p int32, iv interval) {
+// iv, just added or removed, wholly covers: the only rows the change can move. An added
+// hold marks them; a removed one leaves those another hold covers (holds padded by the
+// cleaning time may overlap).
+func (x *Index) refreshHours(p int32, iv interval, added bool) {
 	h := &x.hours
 	if iv.soft || len(h.rows) == 0 {
 		return
@@ -166,7 +168,7 @@ func (x *Index) refreshHours(p int32, iv interval) {
 	first, last := ceilDiv(iv.start, hourMicros), floorDiv(iv.end, hourMicros)-1
 	bit, word := uint64(1)<<(p&63), p>>6
 	set := func(hour int64, row []uint64) {
-		if x.holdsHour(p, hour*hourMicros, (hour+1)*hourMicros) {
+		if added || x.holdsHour(p, hour*hourMicros, (hour+1)*hourMicros) {
 			row[word] |= bit
 		} else {
 			row[word] &^= bit

@@ -286,7 +286,7 @@ func (x *Index) Apply(remove, add []climate.Allocation) {
 				}
 				gone := b[i]
 				x.busy[p] = append(b[:i], b[i+1:]...)
-				x.refreshHours(p, gone)
+				x.refreshHours(p, gone, false)
 				break
 			}
 		}
@@ -310,7 +310,7 @@ func (x *Index) Apply(remove, add []climate.Allocation) {
 		copy(b[i+1:], b[i:])
 		b[i] = iv
 		x.busy[p] = b
-		x.refreshHours(p, iv)
+		x.refreshHours(p, iv, true)
 	}
 }
 
