@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"climate"
 	"climate/plan"
 	"climate/workload"
 )
@@ -37,41 +36,13 @@ func busyHoursPlaceAsTheScan(t *testing.T, clean time.Duration) {
 		}
 		return workload.T0.Add(time.Duration(rng.Intn(30*24*60)) * time.Minute)
 	}
-	overlaps := func(host string, s, e time.Time) bool {
-		for _, a := range allocs {
-			if a.ResourceID == host && climate.Overlaps(a.Start, a.End.Add(clean), s, e.Add(clean)) {
-				return true
-			}
-		}
-		return false
-	}
 	proved := 0
 	for step := 0; step < 400; step++ {
 		for k := 0; k < 4; k++ {
 			f := filters[rng.Intn(len(filters))]
 			s := at()
-			r := plan.HostRequest{Window: plan.Window{Start: s, End: s.Add(time.Duration(1+rng.Intn(80*60)) * time.Minute)},
-				Min: 1 + rng.Intn(30), Match: f.match, FilterKey: f.key, Rotate: rng.Intn(100), Lease: "new"}
-			r.Max = r.Min + rng.Intn(6)
-			if rng.Intn(3) == 0 {
-				r.Exclude = map[string]bool{}
-				for n := rng.Intn(6); n > 0; n-- {
-					r.Exclude[book.Hosts[rng.Intn(len(book.Hosts))].ID] = true
-				}
-			}
-			switch rng.Intn(3) {
-			case 0:
-				r.ReclaimFrom = s.Add(-time.Duration(rng.Intn(100)) * time.Hour) // may take back
-			case 1:
-				r.ReclaimFrom = s.Add(time.Duration(1+rng.Intn(100)) * time.Hour) // may not
-			}
-			if rng.Intn(5) == 0 { // an update: its own holds do not count
-				a := allocs[rng.Intn(len(allocs))]
-				r.Lease = a.LeaseID
-				if rng.Intn(2) == 0 {
-					r.Prefer = []string{a.ResourceID}
-				}
-			}
+			w := plan.Window{Start: s, End: s.Add(time.Duration(1+rng.Intn(80*60)) * time.Minute)}
+			r := randomHostRequest(rng, book.Hosts, allocs, f, w, 30)
 			hosts, ex, err := x.PlaceHosts(r)
 			restore := x.SetBusyHours(false)
 			wantHosts, wantEx, wantErr := x.PlaceHosts(r)
@@ -91,7 +62,7 @@ func busyHoursPlaceAsTheScan(t *testing.T, clean time.Duration) {
 		} else {
 			s := at()
 			e := s.Add(time.Duration(1+rng.Intn(72*60)) * time.Minute)
-			allocs = addRandomLease(rng, x, book.Hosts, allocs, fmt.Sprintf("new-%d", step), s, e, 1+rng.Intn(20), overlaps)
+			allocs = addRandomLease(rng, x, book.Hosts, allocs, fmt.Sprintf("new-%d", step), s, e, 1+rng.Intn(20), clean)
 		}
 	}
 	t.Logf("the rows marked %d hosts busy", proved)

@@ -76,6 +76,36 @@ func testFilters(t testing.TB) []testFilter {
 	return []testFilter{{"", nil}, {q.String(), func(h *climate.Host) bool { return q.Match(h.Property) }}, {"odd", odd}}
 }
 
+// randomHostRequest returns a random placement over w for filter f, of at least 1 and
+// at most maxMin hosts: a new lease, or a fifth of the time an update of one of allocs'
+// leases (its own holds do not count; half the time it prefers its host); a third of the
+// time with hosts excluded; and taking preemptible holds back from before its start, or
+// from after it, or never.
+func randomHostRequest(rng *rand.Rand, hosts []climate.Host, allocs []climate.Allocation, f testFilter, w plan.Window, maxMin int) plan.HostRequest {
+	r := plan.HostRequest{Window: w, Min: 1 + rng.Intn(maxMin), Match: f.match, FilterKey: f.key, Rotate: rng.Intn(100), Lease: "new"}
+	r.Max = r.Min + rng.Intn(6)
+	if rng.Intn(3) == 0 {
+		r.Exclude = map[string]bool{}
+		for n := rng.Intn(6); n > 0; n-- {
+			r.Exclude[hosts[rng.Intn(len(hosts))].ID] = true
+		}
+	}
+	switch rng.Intn(3) {
+	case 0:
+		r.ReclaimFrom = w.Start.Add(-time.Duration(rng.Intn(100)) * time.Hour) // may take back
+	case 1:
+		r.ReclaimFrom = w.Start.Add(time.Duration(1+rng.Intn(100)) * time.Hour) // may not
+	}
+	if rng.Intn(5) == 0 {
+		a := allocs[rng.Intn(len(allocs))]
+		r.Lease = a.LeaseID
+		if rng.Intn(2) == 0 {
+			r.Prefer = []string{a.ResourceID}
+		}
+	}
+	return r
+}
+
 // deleteRandomLease removes a random lease's allocations from x and returns the others.
 func deleteRandomLease(rng *rand.Rand, x *plan.Index, allocs []climate.Allocation) []climate.Allocation {
 	victim := allocs[rng.Intn(len(allocs))].LeaseID
@@ -91,15 +121,24 @@ func deleteRandomLease(rng *rand.Rand, x *plan.Index, allocs []climate.Allocatio
 	return kept
 }
 
-// addRandomLease books lease on up to n random hosts over [s, e), those that overlaps
-// does not find busy, each hold a quarter of the time preemptible and a quarter of the
-// time instance slots, applies it to x and returns allocs with it.
+// addRandomLease books lease on up to n random hosts over [s, e), those where no
+// allocation of allocs overlaps it (both padded by clean), each hold a quarter of the
+// time preemptible and a quarter of the time instance slots, applies it to x and returns
+// allocs with it.
 func addRandomLease(rng *rand.Rand, x *plan.Index, hosts []climate.Host, allocs []climate.Allocation, lease string, s, e time.Time, n int,
-	overlaps func(host string, s, e time.Time) bool) []climate.Allocation {
+	clean time.Duration) []climate.Allocation {
+	busy := func(host string) bool {
+		for _, a := range allocs {
+			if a.ResourceID == host && climate.Overlaps(a.Start, a.End.Add(clean), s, e.Add(clean)) {
+				return true
+			}
+		}
+		return false
+	}
 	var add []climate.Allocation
 	for ; n > 0; n-- {
 		h := hosts[rng.Intn(len(hosts))].ID
-		if overlaps(h, s, e) {
+		if busy(h) {
 			continue
 		}
 		a := climate.Allocation{LeaseID: lease, ResourceID: h, Start: s, End: e, Preemptible: rng.Intn(4) == 0}

@@ -34,16 +34,6 @@ func scarceEqualsScan(t *testing.T, clean time.Duration) {
 	filters := testFilters(t)
 	hour := func(n int) time.Time { return workload.T0.Add(time.Duration(n) * time.Hour) }
 	crowded := func() time.Time { return hour(1000 + rng.Intn(72)) }
-	padded := func(a climate.Allocation) (time.Time, time.Time) { return a.Start, a.End.Add(clean) }
-	overlaps := func(host string, s, e time.Time) bool {
-		for _, a := range allocs {
-			as, ae := padded(a)
-			if a.ResourceID == host && climate.Overlaps(as, ae, s, e.Add(clean)) {
-				return true
-			}
-		}
-		return false
-	}
 	summarised, declined, refused := 0, 0, 0
 	for step := 0; step < 300; step++ {
 		for k := 0; k < 4; k++ {
@@ -52,28 +42,8 @@ func scarceEqualsScan(t *testing.T, clean time.Duration) {
 			if rng.Intn(2) == 0 {
 				s = crowded()
 			}
-			r := plan.HostRequest{Window: plan.Window{Start: s, End: s.Add(time.Duration(1+rng.Intn(48)) * time.Hour)},
-				Min: 1 + rng.Intn(40), Match: f.match, FilterKey: f.key, Rotate: rng.Intn(100), Lease: "new"}
-			r.Max = r.Min + rng.Intn(6)
-			if rng.Intn(3) == 0 {
-				r.Exclude = map[string]bool{}
-				for n := rng.Intn(6); n > 0; n-- {
-					r.Exclude[book.Hosts[rng.Intn(len(book.Hosts))].ID] = true
-				}
-			}
-			switch rng.Intn(3) {
-			case 0:
-				r.ReclaimFrom = s.Add(-time.Duration(rng.Intn(100)) * time.Hour) // may take back
-			case 1:
-				r.ReclaimFrom = s.Add(time.Duration(1+rng.Intn(100)) * time.Hour) // may not
-			}
-			if rng.Intn(5) == 0 { // an update: its own holds do not count, and it prefers its hosts
-				a := allocs[rng.Intn(len(allocs))]
-				r.Lease = a.LeaseID
-				if rng.Intn(2) == 0 {
-					r.Prefer = []string{a.ResourceID}
-				}
-			}
+			w := plan.Window{Start: s, End: s.Add(time.Duration(1+rng.Intn(48)) * time.Hour)}
+			r := randomHostRequest(rng, book.Hosts, allocs, f, w, 40)
 			scan := r
 			scan.FilterKey = ""
 			scan.Match = func(h *climate.Host) bool { return f.match == nil || f.match(h) }
@@ -104,7 +74,7 @@ func scarceEqualsScan(t *testing.T, clean time.Duration) {
 				s, n = crowded(), 5+rng.Intn(40)
 			}
 			e := s.Add(time.Duration(1+rng.Intn(60)) * time.Hour)
-			allocs = addRandomLease(rng, x, book.Hosts, allocs, fmt.Sprintf("new-%d", step), s, e, n, overlaps)
+			allocs = addRandomLease(rng, x, book.Hosts, allocs, fmt.Sprintf("new-%d", step), s, e, n, clean)
 		}
 	}
 	t.Logf("%d refusals: %d given by the summary, %d it left to the scan", refused, summarised, declined)
