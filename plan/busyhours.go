@@ -28,7 +28,7 @@ import (
 type busyHours struct {
 	mu   sync.Mutex // placements build rows concurrently; Apply changes them alone
 	rows map[int64][]uint64
-	off  bool // never used (the tests' reference placement)
+	off  bool // placements ignore the rows (the tests' reference placement)
 }
 
 const (
